@@ -1,0 +1,115 @@
+/* Shallow-water solver (Kurganov-Petrova central-upwind scheme with a well-balanced wet/dry
+ * treatment) on one structured 2D grid: creation from rasters, time stepping, access to the
+ * state, maxima tracking and checkpoint state. See docs/ARCHITECTURE.md and docs/swe.md. */
+#ifndef TESSERA_SWE_H
+#define TESSERA_SWE_H
+
+#include <stdint.h>
+
+#include "tessera/error.h"
+#include "tessera/grid.h"
+#include "tessera/raster.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ts_swe ts_swe;
+
+enum { TS_WEST = 0, TS_EAST = 1, TS_SOUTH = 2, TS_NORTH = 3 };
+
+typedef enum ts_bc_type {
+  TS_BC_WALL = 0,    /* reflective wall */
+  TS_BC_OUTFLOW,     /* free outflow: zero-gradient extrapolation */
+  TS_BC_LEVEL,       /* fixed water-surface elevation `level` (m), momentum extrapolated */
+  TS_BC_INFLOW       /* discharge hydrograph: total discharge q(t) (m3/s) into the domain */
+} ts_bc_type;
+
+typedef struct ts_swe_bc {
+  ts_bc_type type;
+  double level;          /* TS_BC_LEVEL */
+  int npoints;           /* TS_BC_INFLOW: hydrograph points (t[s], q[m3/s]), linear in between */
+  const double *t, *q;   /* owned by the caller; copied by ts_swe_create */
+} ts_swe_bc;
+
+typedef enum ts_friction { TS_FRICTION_NONE = 0, TS_FRICTION_MANNING, TS_FRICTION_CHEZY } ts_friction;
+
+typedef struct ts_swe_params {
+  ts_precision precision; /* storage and arithmetic precision of the state */
+  double gravity;         /* m/s2, default 9.81 */
+  double cfl;             /* Courant number, default 0.25 */
+  double theta;           /* generalised minmod parameter in [1,2], default 1.3 */
+  int rk_order;           /* 1: forward Euler, 2: SSP Runge-Kutta (default) */
+  double dry_depth;       /* depth (m) at or below which a cell is dry, default 1e-4 */
+  ts_friction friction;
+  double friction_value;  /* Manning n (s/m^(1/3)) or Chezy C (m^(1/2)/s) where no grid given */
+  int tile_size;          /* edge of the square tiles of the activity mask, default 32 */
+  double arrival_depth;   /* depth (m) that defines the first arrival time, default 0.01 */
+  ts_swe_bc bc[4];        /* indexed by TS_WEST..TS_NORTH */
+} ts_swe_params;
+
+/* Fills p with the defaults listed above (walls on all sides, no friction, float). */
+void ts_swe_params_default(ts_swe_params *p);
+
+/* Creates a solver on the grid of `bed` (cell-centred elevations; NODATA cells become inactive
+ * wall cells). h0 is the initial depth (NULL: dry); hu0/hv0 the initial unit discharges (NULL: 0);
+ * friction_grid a per-cell friction coefficient (NULL: params->friction_value). All rasters must
+ * have the geometry of bed. Values of h0 on inactive cells are ignored. */
+ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_raster *bed,
+                        const ts_raster *h0, const ts_raster *hu0, const ts_raster *hv0,
+                        const ts_raster *friction_grid);
+void ts_swe_destroy(ts_swe *s);
+
+/* Advances one full time step with dt = min(CFL time step, dt_max). *dt_taken gets the step.
+ * Fails with TS_ERR_NUMERIC if the state becomes non-finite. */
+ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken);
+
+double ts_swe_time(const ts_swe *s);
+int64_t ts_swe_steps(const ts_swe *s);
+const ts_grid *ts_swe_grid(const ts_swe *s);
+const ts_swe_params *ts_swe_get_params(const ts_swe *s);
+
+typedef enum ts_swe_var {
+  TS_SWE_H = 0,   /* depth (m) */
+  TS_SWE_HU,      /* unit discharge x (m2/s) */
+  TS_SWE_HV,      /* unit discharge y (m2/s) */
+  TS_SWE_ETA,     /* water-surface elevation (m) */
+  TS_SWE_BED,     /* bed elevation at the cell centre as the scheme sees it (mean of corners) */
+  TS_SWE_U,       /* velocity x (m/s), 0 in dry cells */
+  TS_SWE_V,       /* velocity y (m/s) */
+  TS_SWE_SPEED,   /* |velocity| (m/s) */
+  TS_SWE_MAX_H,   /* maximum depth since t = 0 */
+  TS_SWE_MAX_SPEED,
+  TS_SWE_ARRIVAL, /* first time the depth exceeded arrival_depth, NaN where it never did */
+  TS_SWE_MAX_ETA  /* maximum water-surface elevation (NaN where never wet) */
+} ts_swe_var;
+
+/* Copies a variable into out[i + j * nx] (j = 0 south) in double; inactive cells get NaN. */
+ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out);
+
+/* Value of a variable at one cell (i, j). */
+double ts_swe_get_cell(const ts_swe *s, ts_swe_var var, int i, int j);
+
+/* Water volume (m3) over active cells, summed in a fixed order in double. */
+double ts_swe_volume(const ts_swe *s);
+int64_t ts_swe_active_cells(const ts_swe *s);  /* cells that are not NODATA */
+int64_t ts_swe_wet_cells(const ts_swe *s);     /* active cells with depth > dry_depth */
+
+/* Activity mask per tile: a tile is active when it or one of its 4 edge neighbours holds a wet
+ * cell (early exit uses it). Rebuilt at the end of every step. */
+void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active_tiles);
+const unsigned char *ts_swe_tile_mask(const ts_swe *s);
+
+/* Checkpoint state: everything the solver needs to continue bit for bit (time, step count,
+ * conserved variables, maxima). The blob is opaque but portable between runs of one build. */
+ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes);
+ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes);
+ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes);
+
+/* Bytes one cell update moves in a full time step (for the benchmark's roofline figure). */
+double ts_swe_bytes_per_cell_step(const ts_swe *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,19 @@
+/* Per-thread error message storage behind ts_error(). */
+#include "tessera/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char ts_error_text[1024];
+
+ts_status ts_error(ts_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ts_error_text, sizeof ts_error_text, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *ts_error_message(void) { return ts_error_text; }
+
+void ts_error_clear(void) { ts_error_text[0] = '\0'; }
