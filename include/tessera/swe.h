@@ -60,6 +60,10 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
                         const ts_raster *friction_grid);
 void ts_swe_destroy(ts_swe *s);
 
+/* Sets the water surface to eta (m) on active cells where eta is above the bed and not NODATA,
+ * dry elsewhere, and restarts the maxima. A lake defined this way is exactly at rest. */
+ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta);
+
 /* Advances one full time step with dt = min(CFL time step, dt_max). *dt_taken gets the step.
  * Fails with TS_ERR_NUMERIC if the state becomes non-finite. */
 ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken);
@@ -74,7 +78,7 @@ typedef enum ts_swe_var {
   TS_SWE_HU,      /* unit discharge x (m2/s) */
   TS_SWE_HV,      /* unit discharge y (m2/s) */
   TS_SWE_ETA,     /* water-surface elevation (m) */
-  TS_SWE_BED,     /* bed elevation at the cell centre as the scheme sees it (mean of corners) */
+  TS_SWE_BED,     /* bed elevation at the cell centre (the DEM value) */
   TS_SWE_U,       /* velocity x (m/s), 0 in dry cells */
   TS_SWE_V,       /* velocity y (m/s) */
   TS_SWE_SPEED,   /* |velocity| (m/s) */

@@ -1,0 +1,542 @@
+/* CPU (OpenMP) implementation of the shallow-water step, compiled once per precision: with
+ * TS_REAL_DOUBLE=0 it defines swe_kernels_float, with TS_REAL_DOUBLE=1 swe_kernels_double.
+ *
+ * One stage on the whole grid: fill the ghost frame (boundary conditions), sweep rows for the
+ * x-face fluxes and sweep column strips for the y-face fluxes (each cell is reconstructed once
+ * per axis), reduce the time step (first stage), compute each cell's outflow limiter, then
+ * update the cells with friction. The x and y parts of every update are formed separately and
+ * added last, so transposing the input transposes the output bit for bit. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/swe/swe_internal.h"
+
+#if TS_REAL_DOUBLE
+typedef double ts_real;
+#define SWE_SQRT sqrt
+#define SWE_CBRT cbrt
+#define SWE_KERNELS swe_kernels_double
+#else
+typedef float ts_real;
+#define SWE_SQRT sqrtf
+#define SWE_CBRT cbrtf
+#define SWE_KERNELS swe_kernels_float
+#endif
+
+#include "physics/swe/swe_cell.h"
+
+#define A(ptr) ((ts_real *)(ptr))
+
+/* Depth below which velocities are desingularised (m). */
+static ts_real swe_kappa(const ts_swe *s) { return (ts_real)s->p.dry_depth; }
+
+/* ---------------------------------------------------------------- initialisation */
+
+/* Bed at corners: mean of the active cells around each corner, so the bed of a wet cell next to a
+ * NODATA or wall cell is never raised by it; the faces take the mean of their two corners. The
+ * cell-centre bed is the DEM value itself, so depths and volumes are those of the DEM (the scheme
+ * stays well balanced: its bed-slope source uses the face beds only). Ghost cells of open
+ * boundaries replicate the edge cell. */
+static void build_bed(ts_swe *s, const ts_raster *dem) {
+  ts_real *corner = A(s->corner), *bed = A(s->bed);
+  int nx = s->nx, ny = s->ny;
+  for (int j = -SWE_GHOST; j < ny + SWE_GHOST; j++) {
+    for (int i = -SWE_GHOST; i < nx + SWE_GHOST; i++) {
+      int64_t c = swe_index(s, i, j);
+      int ri = i < 0 ? 0 : (i >= nx ? nx - 1 : i);
+      int rj = j < 0 ? 0 : (j >= ny ? ny - 1 : j);
+      bed[c] = s->active[c] ? (ts_real)dem->v[ri + (int64_t)rj * nx] : SWE_R(0);
+    }
+  }
+  for (int j = -SWE_GHOST + 1; j < ny + SWE_GHOST; j++) {
+    for (int i = -SWE_GHOST + 1; i < nx + SWE_GHOST; i++) {
+      int64_t c = swe_index(s, i, j);
+      int64_t around[4] = {c, c - 1, c - s->row, c - 1 - s->row};
+      double sum = 0;
+      int n = 0;
+      for (int k = 0; k < 4; k++) {
+        if (s->active[around[k]]) {
+          sum += (double)bed[around[k]];
+          n++;
+        }
+      }
+      corner[c] = n ? (ts_real)(sum / n) : SWE_R(0);
+    }
+  }
+}
+
+static ts_status kernels_init(ts_swe *s, const ts_raster *dem, const ts_raster *h0,
+                              const ts_raster *hu0, const ts_raster *hv0,
+                              const ts_raster *friction) {
+  build_bed(s, dem);
+  ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
+  for (int j = 0; j < s->ny; j++) {
+    for (int i = 0; i < s->nx; i++) {
+      int64_t c = swe_index(s, i, j), r = i + (int64_t)j * s->nx;
+      if (!s->active[c]) {
+        w[c] = bed[c];
+        continue;
+      }
+      double h = h0 ? h0->v[r] : 0;
+      if (h0 && ts_raster_is_nodata(h0, h))
+        h = 0;
+      w[c] = h > 0 ? bed[c] + (ts_real)h : bed[c];
+      hu[c] = (ts_real)(hu0 && !ts_raster_is_nodata(hu0, hu0->v[r]) && h > 0 ? hu0->v[r] : 0);
+      hv[c] = (ts_real)(hv0 && !ts_raster_is_nodata(hv0, hv0->v[r]) && h > 0 ? hv0->v[r] : 0);
+      if (friction)
+        A(s->friction)[c] = (ts_real)friction->v[r];
+    }
+  }
+  return TS_OK;
+}
+
+static ts_status kernels_set_surface(ts_swe *s, const ts_raster *eta) {
+  ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
+  for (int j = 0; j < s->ny; j++) {
+    for (int i = 0; i < s->nx; i++) {
+      int64_t c = swe_index(s, i, j);
+      double e = eta->v[i + (int64_t)j * s->nx];
+      w[c] = bed[c];
+      if (s->active[c] && !ts_raster_is_nodata(eta, e) && (ts_real)e > bed[c])
+        w[c] = (ts_real)e;
+      if (!(w[c] > bed[c]))
+        hu[c] = hv[c] = 0;
+    }
+  }
+  return TS_OK;
+}
+
+/* ---------------------------------------------------------------- boundary conditions */
+
+/* Ghost cell (gi, gj) copies interior cell (ii, ij): depth, discharges (normal one optionally
+ * replaced), surface over its own bed; a fixed level replaces the surface. */
+static void fill_ghost(ts_swe *s, const ts_swe_bc *bc, int64_t g, int64_t in, int normal_is_x,
+                       double q_unit) {
+  ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
+  ts_real h = swe_max(SWE_R(0), w[in] - bed[in]);
+  hu[g] = hu[in];
+  hv[g] = hv[in];
+  w[g] = bed[g] + h;
+  if (bc->type == TS_BC_LEVEL) {
+    w[g] = swe_max((ts_real)bc->level, bed[g]);
+  } else if (bc->type == TS_BC_INFLOW) {
+    ts_real *qn = normal_is_x ? hu : hv;
+    qn[g] = (ts_real)q_unit;
+  }
+}
+
+static void fill_boundaries(ts_swe *s, double t) {
+  int nx = s->nx, ny = s->ny;
+  for (int side = 0; side < 4; side++) {
+    const ts_swe_bc *bc = &s->p.bc[side];
+    if (bc->type == TS_BC_WALL)
+      continue;
+    double q_unit = 0;
+    if (bc->type == TS_BC_INFLOW && s->bc_cells[side] > 0) {
+      double width = s->bc_cells[side] * s->grid.dx[side < 2 ? 1 : 0];
+      q_unit = swe_inflow_discharge(s, side, t) / width;
+      if (side == TS_EAST || side == TS_NORTH)
+        q_unit = -q_unit;
+    }
+    int along = side < 2 ? ny : nx;
+    for (int a = 0; a < along; a++) {
+      for (int layer = 1; layer <= SWE_GHOST; layer++) {
+        int gi, gj, ii, ij;
+        switch (side) {
+        case TS_WEST: gi = -layer, gj = a, ii = 0, ij = a; break;
+        case TS_EAST: gi = nx - 1 + layer, gj = a, ii = nx - 1, ij = a; break;
+        case TS_SOUTH: gi = a, gj = -layer, ii = a, ij = 0; break;
+        default: gi = a, gj = ny - 1 + layer, ii = a, ij = ny - 1; break;
+        }
+        int64_t g = swe_index(s, gi, gj), in = swe_index(s, ii, ij);
+        if (s->active[g])
+          fill_ghost(s, bc, g, in, side < 2, q_unit);
+      }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- fluxes */
+
+/* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y). Inactive
+ * neighbours act as mirrors of the cell (reflective walls). */
+static inline void reconstruct_cell(const ts_swe *s, int64_t c, int64_t step, int x_axis,
+                                    ts_real face_lo, ts_real face_hi, swe_side *lo,
+                                    swe_side *hi) {
+  const ts_real *w = A(s->w), *qn_a = A(x_axis ? s->hu : s->hv), *qt_a = A(x_axis ? s->hv : s->hu);
+  const unsigned char *act = s->active;
+  ts_real wv[3], qn[3], qt[3];
+  wv[1] = w[c], qn[1] = qn_a[c], qt[1] = qt_a[c];
+  for (int side = 0; side < 2; side++) {
+    int64_t nb = side ? c + step : c - step;
+    int k = side ? 2 : 0;
+    if (act[nb]) {
+      wv[k] = w[nb], qn[k] = qn_a[nb], qt[k] = qt_a[nb];
+    } else {
+      wv[k] = wv[1], qn[k] = -qn[1], qt[k] = qt[1];
+    }
+  }
+  swe_reconstruct(wv, qn, qt, face_lo, face_hi, A(s->bed)[c], (ts_real)s->p.theta, swe_kappa(s),
+                  lo, hi);
+}
+
+/* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
+ * the flux and the pressure corrections; returns the wave speed. */
+static inline ts_real face_between(const ts_swe *s, int act_a, int act_b, swe_side hi_a,
+                                   swe_side lo_b, ts_real flux[3], ts_real *corr_a,
+                                   ts_real *corr_b) {
+  ts_real speed = 0;
+  *corr_a = *corr_b = 0;
+  if (act_a && act_b)
+    swe_face_flux(hi_a, lo_b, (ts_real)s->p.gravity, flux, corr_a, corr_b, &speed);
+  else if (act_a)
+    swe_face_flux(hi_a, swe_mirror(hi_a), (ts_real)s->p.gravity, flux, corr_a, corr_b, &speed);
+  else if (act_b)
+    swe_face_flux(swe_mirror(lo_b), lo_b, (ts_real)s->p.gravity, flux, corr_a, corr_b, &speed);
+  else
+    flux[0] = flux[1] = flux[2] = 0;
+  return speed;
+}
+
+/* Sweeps one line of cells (a row for x, a column for y) from index -1 to n: every face from 0
+ * to n gets its flux; every interior cell gets its bed source including the pressure
+ * corrections of its two faces. Returns the largest wave speed on the line. */
+static ts_real sweep_line(ts_swe *s, int64_t first, int64_t step, int64_t corner_step, int n,
+                          int x_axis, ts_real *f0, ts_real *f1, ts_real *f2, ts_real *src) {
+  const ts_real *corner = A(s->corner);
+  ts_real g = (ts_real)s->p.gravity, amax = 0;
+  swe_side lo_prev, hi_prev, lo, hi;
+  int64_t c = first - step;
+  ts_real face_lo = SWE_R(0.5) * (corner[c] + corner[c + corner_step]);
+  ts_real face_hi = SWE_R(0.5) * (corner[c + step] + corner[c + step + corner_step]);
+  reconstruct_cell(s, c, step, x_axis, face_lo, face_hi, &lo_prev, &hi_prev);
+  int act_prev = s->active[c];
+  ts_real src_prev = 0;
+  lo = lo_prev;
+  hi = hi_prev;
+  for (int k = 0; k <= n; k++) {
+    c = first + k * step;
+    face_lo = face_hi;
+    face_hi = SWE_R(0.5) * (corner[c + step] + corner[c + step + corner_step]);
+    int act = s->active[c];
+    if (act)
+      reconstruct_cell(s, c, step, x_axis, face_lo, face_hi, &lo, &hi);
+    ts_real flux[3], corr_lo_side, corr_hi_side;
+    ts_real speed = face_between(s, act_prev, act, hi_prev, lo, flux, &corr_lo_side, &corr_hi_side);
+    amax = swe_max(amax, speed);
+    f0[c] = flux[0];
+    f1[c] = flux[1];
+    f2[c] = flux[2];
+    if (k > 0)
+      src[c - step] = src_prev - corr_lo_side;
+    if (act)
+      src_prev = corr_hi_side + swe_bed_source(lo, hi, g);
+    else
+      src_prev = 0;
+    lo_prev = lo;
+    hi_prev = hi;
+    act_prev = act;
+  }
+  return amax;
+}
+
+/* Fluxes on every face of the grid and bed sources of every cell; returns dt limits via the
+ * largest wave speeds along x and y. */
+static void compute_fluxes(ts_swe *s, ts_real *amax_x, ts_real *amax_y) {
+  int nx = s->nx, ny = s->ny;
+  ts_real ax = 0, ay = 0;
+#pragma omp parallel reduction(max : ax, ay)
+  {
+#pragma omp for schedule(static) nowait
+    for (int j = 0; j < ny; j++) {
+      ts_real a = sweep_line(s, swe_index(s, 0, j), 1, s->row, nx, 1, A(s->fx[0]), A(s->fx[1]),
+                             A(s->fx[2]), A(s->src_x));
+      ax = swe_max(ax, a);
+    }
+#pragma omp for schedule(static)
+    for (int i = 0; i < nx; i++) {
+      ts_real a = sweep_line(s, swe_index(s, i, 0), s->row, 1, ny, 0, A(s->fy[0]), A(s->fy[1]),
+                             A(s->fy[2]), A(s->src_y));
+      ay = swe_max(ay, a);
+    }
+  }
+  *amax_x = ax;
+  *amax_y = ay;
+}
+
+/* Override the mass flux through inflow sides with the prescribed discharge, so the volume that
+ * enters is exactly the hydrograph's. */
+static void impose_inflow(ts_swe *s, double t) {
+  for (int side = 0; side < 4; side++) {
+    if (s->p.bc[side].type != TS_BC_INFLOW || s->bc_cells[side] == 0)
+      continue;
+    double width = s->bc_cells[side] * s->grid.dx[side < 2 ? 1 : 0];
+    ts_real q = (ts_real)(swe_inflow_discharge(s, side, t) / width);
+    int along = side < 2 ? s->ny : s->nx;
+    for (int a = 0; a < along; a++) {
+      int i, j;
+      switch (side) {
+      case TS_WEST: i = 0, j = a; break;
+      case TS_EAST: i = s->nx, j = a; break;
+      case TS_SOUTH: i = a, j = 0; break;
+      default: i = a, j = s->ny; break;
+      }
+      int64_t f = swe_index(s, i, j);
+      int64_t inner = side == TS_EAST ? f - 1 : (side == TS_NORTH ? f - s->row : f);
+      if (!s->active[inner])
+        continue;
+      ts_real *mass = A(side < 2 ? s->fx[0] : s->fy[0]);
+      mass[f] = (side == TS_EAST || side == TS_NORTH) ? -q : q;
+    }
+  }
+}
+
+/* Outflow limiter: the fraction of its outgoing fluxes a cell can deliver in dt without its
+ * depth going negative (the "draining time step" of Bollermann et al.). */
+static void compute_drain(ts_swe *s, ts_real dt) {
+  const ts_real *w = A(s->w), *bed = A(s->bed), *fx = A(s->fx[0]), *fy = A(s->fy[0]);
+  ts_real *drain = A(s->drain);
+  ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
+  int nx = s->nx, ny = s->ny;
+#pragma omp parallel for schedule(static)
+  for (int j = 0; j < ny; j++) {
+    for (int i = 0; i < nx; i++) {
+      int64_t c = swe_index(s, i, j);
+      ts_real out_x = swe_max(SWE_R(0), fx[c + 1]) + swe_max(SWE_R(0), -fx[c]);
+      ts_real out_y = swe_max(SWE_R(0), fy[c + s->row]) + swe_max(SWE_R(0), -fy[c]);
+      ts_real out = dt * (out_x * rdx + out_y * rdy);
+      ts_real h = swe_max(SWE_R(0), w[c] - bed[c]);
+      drain[c] = out > h ? h / out : SWE_R(1);
+    }
+  }
+}
+
+/* Limiter that applies to a face: that of the cell the water leaves. */
+static inline ts_real face_limit(const ts_real *drain, ts_real mass_flux, int64_t lo, int64_t hi) {
+  return mass_flux > 0 ? drain[lo] : (mass_flux < 0 ? drain[hi] : SWE_R(1));
+}
+
+/* Euler update of every active cell with the stored fluxes, then friction. With `average`, the
+ * result is averaged with the state at the start of the step (second SSP-RK2 stage). Returns
+ * nonzero if a non-finite value appeared. */
+static int update_cells(ts_swe *s, ts_real dt, int average) {
+  ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv);
+  const ts_real *w0 = A(s->w0), *hu0 = A(s->hu0), *hv0 = A(s->hv0), *bed = A(s->bed);
+  const ts_real *fx0 = A(s->fx[0]), *fx1 = A(s->fx[1]), *fx2 = A(s->fx[2]);
+  const ts_real *fy0 = A(s->fy[0]), *fy1 = A(s->fy[1]), *fy2 = A(s->fy[2]);
+  const ts_real *sx = A(s->src_x), *sy = A(s->src_y), *drain = A(s->drain);
+  const ts_real *fric = s->friction ? A(s->friction) : NULL;
+  ts_real fric_const = (ts_real)s->p.friction_value, g = (ts_real)s->p.gravity;
+  ts_real kappa = swe_kappa(s);
+  ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
+  int kind = (int)s->p.friction, nx = s->nx, ny = s->ny;
+  int64_t row = s->row;
+  int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad)
+  for (int j = 0; j < ny; j++) {
+    for (int i = 0; i < nx; i++) {
+      int64_t c = swe_index(s, i, j);
+      if (!s->active[c])
+        continue;
+      ts_real le = face_limit(drain, fx0[c + 1], c, c + 1);
+      ts_real lw = face_limit(drain, fx0[c], c - 1, c);
+      ts_real ln = face_limit(drain, fy0[c + row], c, c + row);
+      ts_real ls = face_limit(drain, fy0[c], c - row, c);
+      ts_real rx_w = -(le * fx0[c + 1] - lw * fx0[c]) * rdx;
+      ts_real ry_w = -(ln * fy0[c + row] - ls * fy0[c]) * rdy;
+      ts_real rx_hu = (sx[c] - (le * fx1[c + 1] - lw * fx1[c])) * rdx;
+      ts_real ry_hu = -(ln * fy2[c + row] - ls * fy2[c]) * rdy;
+      ts_real rx_hv = -(le * fx2[c + 1] - lw * fx2[c]) * rdx;
+      ts_real ry_hv = (sy[c] - (ln * fy1[c + row] - ls * fy1[c])) * rdy;
+      ts_real wn = w[c] + dt * (rx_w + ry_w);
+      ts_real qx = hu[c] + dt * (rx_hu + ry_hu);
+      ts_real qy = hv[c] + dt * (rx_hv + ry_hv);
+      ts_real h = wn - bed[c];
+      if (!(h > 0)) {
+        wn = bed[c];
+        h = 0;
+        qx = qy = 0;
+      } else {
+        ts_real u = swe_velocity(qx, h, kappa), v = swe_velocity(qy, h, kappa);
+        ts_real f = swe_friction_factor(kind, fric ? fric[c] : fric_const, h,
+                                        SWE_SQRT(u * u + v * v), g, dt);
+        qx = h * u * f;
+        qy = h * v * f;
+      }
+      if (average) {
+        wn = SWE_R(0.5) * (w0[c] + wn);
+        qx = SWE_R(0.5) * (hu0[c] + qx);
+        qy = SWE_R(0.5) * (hv0[c] + qy);
+      }
+      bad |= !isfinite(wn) || !isfinite(qx) || !isfinite(qy);
+      w[c] = wn;
+      hu[c] = qx;
+      hv[c] = qy;
+    }
+  }
+  return bad;
+}
+
+static ts_status kernels_step(ts_swe *s, double dt_max, double *dt_taken) {
+  size_t bytes = (size_t)s->plane * s->real_size;
+  int stages = s->p.rk_order == 1 ? 1 : 2;
+  if (stages == 2) {
+    memcpy(s->w0, s->w, bytes);
+    memcpy(s->hu0, s->hu, bytes);
+    memcpy(s->hv0, s->hv, bytes);
+  }
+  ts_real dt = 0;
+  int clamped = 0;
+  for (int stage = 0; stage < stages; stage++) {
+    double t_stage = s->t + (stage ? (double)dt : 0.0);
+    fill_boundaries(s, t_stage);
+    ts_real ax, ay;
+    compute_fluxes(s, &ax, &ay);
+    if (stage == 0) {
+      double lim = INFINITY;
+      if (ax > 0)
+        lim = fmin(lim, s->p.cfl * s->grid.dx[0] / ax);
+      if (ay > 0)
+        lim = fmin(lim, s->p.cfl * s->grid.dx[1] / ay);
+      clamped = !(lim < dt_max);
+      dt = (ts_real)(clamped ? dt_max : lim);
+      if (!(dt > 0))
+        return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", (double)dt, s->t);
+    }
+    impose_inflow(s, t_stage);
+    compute_drain(s, dt);
+    if (update_cells(s, dt, stage == 1))
+      return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)", s->t,
+                      (long long)s->steps);
+  }
+  /* A step clamped to an output time lands on it exactly (dt_max may not be representable in
+   * the working precision; the difference is below its round-off). */
+  s->t = clamped ? s->t + dt_max : s->t + (double)dt;
+  s->steps++;
+  *dt_taken = (double)dt;
+  return TS_OK;
+}
+
+/* ---------------------------------------------------------------- diagnostics and access */
+
+static double cell_value(const ts_swe *s, ts_swe_var var, int64_t c) {
+  const ts_real *w = A(s->w), *bed = A(s->bed);
+  double h = (double)swe_max(SWE_R(0), w[c] - bed[c]);
+  double u = 0, v = 0;
+  if (var == TS_SWE_U || var == TS_SWE_V || var == TS_SWE_SPEED) {
+    ts_real kappa = swe_kappa(s), hr = (ts_real)h;
+    if (h > s->p.dry_depth) {
+      u = (double)swe_velocity(A(s->hu)[c], hr, kappa);
+      v = (double)swe_velocity(A(s->hv)[c], hr, kappa);
+    }
+  }
+  switch (var) {
+  case TS_SWE_H: return h;
+  case TS_SWE_HU: return (double)A(s->hu)[c];
+  case TS_SWE_HV: return (double)A(s->hv)[c];
+  case TS_SWE_ETA: return (double)w[c];
+  case TS_SWE_BED: return (double)bed[c];
+  case TS_SWE_U: return u;
+  case TS_SWE_V: return v;
+  case TS_SWE_SPEED: return sqrt(u * u + v * v);
+  case TS_SWE_MAX_H: return s->max_h[c];
+  case TS_SWE_MAX_SPEED: return s->max_speed[c];
+  case TS_SWE_ARRIVAL: return s->arrival[c];
+  case TS_SWE_MAX_ETA: return s->max_eta[c];
+  }
+  return NAN;
+}
+
+static double kernels_get_cell(const ts_swe *s, ts_swe_var var, int i, int j) {
+  int64_t c = swe_index(s, i, j);
+  return s->active[c] ? cell_value(s, var, c) : NAN;
+}
+
+static double kernels_volume(const ts_swe *s) {
+  const ts_real *w = A(s->w), *bed = A(s->bed);
+  double *rows = malloc(sizeof(double) * (size_t)s->ny);
+  if (!rows)
+    return NAN;
+#pragma omp parallel for schedule(static)
+  for (int j = 0; j < s->ny; j++) {
+    double sum = 0;
+    for (int i = 0; i < s->nx; i++) {
+      int64_t c = swe_index(s, i, j);
+      if (s->active[c] && w[c] > bed[c])
+        sum += (double)w[c] - (double)bed[c];
+    }
+    rows[j] = sum;
+  }
+  double total = 0;
+  for (int j = 0; j < s->ny; j++)
+    total += rows[j];
+  free(rows);
+  return total * s->grid.dx[0] * s->grid.dx[1];
+}
+
+static int64_t kernels_wet_cells(const ts_swe *s) {
+  const ts_real *w = A(s->w), *bed = A(s->bed);
+  ts_real dry = (ts_real)s->p.dry_depth;
+  int64_t n = 0;
+#pragma omp parallel for schedule(static) reduction(+ : n)
+  for (int j = 0; j < s->ny; j++)
+    for (int i = 0; i < s->nx; i++) {
+      int64_t c = swe_index(s, i, j);
+      n += s->active[c] && w[c] - bed[c] > dry;
+    }
+  return n;
+}
+
+/* Maxima of depth, speed and surface, first arrival, and the per-tile activity mask. */
+static void kernels_update_diagnostics(ts_swe *s) {
+  const ts_real *w = A(s->w), *bed = A(s->bed);
+  ts_real dry = (ts_real)s->p.dry_depth;
+  int ts = s->p.tile_size;
+  memset(s->tile_wet, 0, (size_t)s->tiles_x * s->tiles_y);
+#pragma omp parallel for schedule(static)
+  for (int j = 0; j < s->ny; j++) {
+    for (int i = 0; i < s->nx; i++) {
+      int64_t c = swe_index(s, i, j);
+      if (!s->active[c])
+        continue;
+      ts_real hr = w[c] - bed[c];
+      if (!(hr > dry))
+        continue;
+      double h = (double)hr;
+      s->tile_wet[(j / ts) * s->tiles_x + i / ts] = 1;
+      if (h > s->max_h[c])
+        s->max_h[c] = h;
+      double sp = cell_value(s, TS_SWE_SPEED, c);
+      if (sp > s->max_speed[c])
+        s->max_speed[c] = sp;
+      if (isnan(s->max_eta[c]) || (double)w[c] > s->max_eta[c])
+        s->max_eta[c] = (double)w[c];
+      if (isnan(s->arrival[c]) && h > s->p.arrival_depth)
+        s->arrival[c] = s->t;
+    }
+  }
+  int64_t active = 0;
+  for (int ty = 0; ty < s->tiles_y; ty++) {
+    for (int tx = 0; tx < s->tiles_x; tx++) {
+      const unsigned char *wet = s->tile_wet;
+      int k = ty * s->tiles_x + tx;
+      int on = wet[k] || (tx > 0 && wet[k - 1]) || (tx + 1 < s->tiles_x && wet[k + 1]) ||
+               (ty > 0 && wet[k - s->tiles_x]) || (ty + 1 < s->tiles_y && wet[k + s->tiles_x]);
+      s->tile_active[k] = (unsigned char)on;
+      active += on;
+    }
+  }
+  s->active_tiles = active;
+}
+
+const swe_kernels SWE_KERNELS = {
+    .init = kernels_init,
+    .set_surface = kernels_set_surface,
+    .step = kernels_step,
+    .get_cell = kernels_get_cell,
+    .volume = kernels_volume,
+    .wet_cells = kernels_wet_cells,
+    .update_diagnostics = kernels_update_diagnostics,
+};
