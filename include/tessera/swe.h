@@ -43,7 +43,8 @@ typedef struct ts_swe_params {
   double dry_depth;       /* depth (m) at or below which a cell is dry, default 1e-4 */
   ts_friction friction;
   double friction_value;  /* Manning n (s/m^(1/3)) or Chezy C (m^(1/2)/s) where no grid given */
-  int tile_size;          /* edge of the square tiles of the activity mask, default 32 */
+  int tile_size;          /* edge of the square tiles of the activity mask (>= 2), default 32 */
+  int early_exit;         /* skip tiles that are dry with dry neighbours (same result), default 1 */
   double arrival_depth;   /* depth (m) that defines the first arrival time, default 0.01 */
   ts_swe_bc bc[4];        /* indexed by TS_WEST..TS_NORTH */
 } ts_swe_params;
@@ -78,7 +79,7 @@ typedef enum ts_swe_var {
   TS_SWE_HU,      /* unit discharge x (m2/s) */
   TS_SWE_HV,      /* unit discharge y (m2/s) */
   TS_SWE_ETA,     /* water-surface elevation (m) */
-  TS_SWE_BED,     /* bed elevation at the cell centre (the DEM value) */
+  TS_SWE_BED,     /* cell bed as the scheme sees it: the mean of its four corners */
   TS_SWE_U,       /* velocity x (m/s), 0 in dry cells */
   TS_SWE_V,       /* velocity y (m/s) */
   TS_SWE_SPEED,   /* |velocity| (m/s) */
@@ -99,8 +100,8 @@ double ts_swe_volume(const ts_swe *s);
 int64_t ts_swe_active_cells(const ts_swe *s);  /* cells that are not NODATA */
 int64_t ts_swe_wet_cells(const ts_swe *s);     /* active cells with depth > dry_depth */
 
-/* Activity mask per tile: a tile is active when it or one of its 4 edge neighbours holds a wet
- * cell (early exit uses it). Rebuilt at the end of every step. */
+/* Activity mask per tile: a tile is active when it or one of its 8 neighbours holds water;
+ * with early_exit only active tiles are computed. Rebuilt at the end of every step. */
 void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active_tiles);
 const unsigned char *ts_swe_tile_mask(const ts_swe *s);
 

@@ -17,6 +17,7 @@ void ts_swe_params_default(ts_swe_params *p) {
   p->friction = TS_FRICTION_NONE;
   p->tile_size = 32;
   p->arrival_depth = 0.01;
+  p->early_exit = 1;
   for (int side = 0; side < 4; side++)
     p->bc[side].type = TS_BC_WALL;
 }
@@ -34,8 +35,8 @@ static ts_status check_params(const ts_swe_params *p) {
     return ts_error(TS_ERR_INPUT, "swe: rk_order must be 1 or 2 (got %d)", p->rk_order);
   if (!(p->dry_depth > 0))
     return ts_error(TS_ERR_INPUT, "swe: dry_depth must be positive (got %g)", p->dry_depth);
-  if (p->tile_size < 1)
-    return ts_error(TS_ERR_INPUT, "swe: tile_size must be at least 1 (got %d)", p->tile_size);
+  if (p->tile_size < 2)
+    return ts_error(TS_ERR_INPUT, "swe: tile_size must be at least 2 (got %d)", p->tile_size);
   if (p->friction != TS_FRICTION_NONE && !(p->friction_value >= 0))
     return ts_error(TS_ERR_INPUT, "swe: friction coefficient must be >= 0 (got %g)",
                     p->friction_value);
@@ -85,6 +86,14 @@ static void build_mask(ts_swe *s, const ts_raster *bed) {
   }
 }
 
+/* Rebuilds maxima and the tile mask from the state, looking at every tile. */
+static void refresh_diagnostics(ts_swe *s) {
+  s->ntile_list = s->tiles_x * s->tiles_y;
+  for (int k = 0; k < s->ntile_list; k++)
+    s->tile_list[k] = k;
+  s->k->update_diagnostics(s);
+}
+
 ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_raster *bed,
                         const ts_raster *h0, const ts_raster *hu0, const ts_raster *hv0,
                         const ts_raster *friction_grid) {
@@ -132,7 +141,8 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
   s->tiles_y = (s->ny + params->tile_size - 1) / params->tile_size;
   s->tile_wet = calloc((size_t)s->tiles_x * s->tiles_y, 1);
   s->tile_active = calloc((size_t)s->tiles_x * s->tiles_y, 1);
-  failed |= !s->tile_wet || !s->tile_active;
+  s->tile_list = malloc(sizeof(int) * (size_t)s->tiles_x * s->tiles_y);
+  failed |= !s->tile_wet || !s->tile_active || !s->tile_list;
   for (int side = 0; side < 4 && !failed; side++) {
     const ts_swe_bc *bc = &params->bc[side];
     if (bc->type != TS_BC_INFLOW)
@@ -164,7 +174,7 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
     ts_swe_destroy(s);
     return st;
   }
-  s->k->update_diagnostics(s);
+  refresh_diagnostics(s);
   *out = s;
   return TS_OK;
 }
@@ -175,7 +185,7 @@ void ts_swe_destroy(ts_swe *s) {
   void *arrays[] = {s->w, s->hu, s->hv, s->w0, s->hu0, s->hv0, s->corner, s->bed, s->friction,
                     s->fx[0], s->fx[1], s->fx[2], s->fy[0], s->fy[1], s->fy[2], s->src_x,
                     s->src_y, s->drain, s->active, s->max_h, s->max_speed, s->arrival,
-                    s->max_eta, s->tile_wet, s->tile_active};
+                    s->max_eta, s->tile_wet, s->tile_active, s->tile_list};
   for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
     free(arrays[k]);
   for (int side = 0; side < 4; side++) {
@@ -194,7 +204,7 @@ ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
     s->max_h[c] = s->max_speed[c] = 0;
     s->arrival[c] = s->max_eta[c] = NAN;
   }
-  s->k->update_diagnostics(s);
+  refresh_diagnostics(s);
   return TS_OK;
 }
 
@@ -312,6 +322,7 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
     memcpy(maxima[k], p, db);
   s->t = h.t;
   s->steps = h.steps;
+  refresh_diagnostics(s);
   return TS_OK;
 }
 

@@ -44,15 +44,26 @@ TS_HD static inline ts_real swe_velocity(ts_real q, ts_real h, ts_real kappa) {
   return SWE_R(1.4142135623730951) * h * q / SWE_SQRT(h2 * h2 + k2 * k2);
 }
 
+/* Face velocity q/h (desingularised), kept between the smallest and largest velocity of the
+ * three cells of the stencil (and zero): a thin face next to a shoreline cannot produce a speed
+ * the cells do not have, which would shrink the time step for nothing. */
+TS_HD static inline ts_real swe_face_velocity(ts_real q, ts_real h, ts_real kappa, const ts_real cell_u[3]) {
+  ts_real lo = swe_min(SWE_R(0), swe_min(cell_u[0], swe_min(cell_u[1], cell_u[2])));
+  ts_real hi = swe_max(SWE_R(0), swe_max(cell_u[0], swe_max(cell_u[1], cell_u[2])));
+  ts_real u = swe_velocity(q, h, kappa);
+  return swe_min(hi, swe_max(lo, u));
+}
+
 /* Reconstructs the two sides of cell i along one axis from cells (m, i, p): surface w, normal
- * discharge qn and tangential discharge qt of each, the cell's bed at its low and high faces and
- * its centre bed. A dry cell (depth <= 0) reports zero depth with its own surface as the bed. */
-TS_HD static inline void swe_reconstruct(const ts_real w[3], const ts_real qn[3],
-                                         const ts_real qt[3], ts_real bed_lo, ts_real bed_hi,
-                                         ts_real bed_centre, ts_real theta, ts_real kappa,
-                                         swe_side *lo, swe_side *hi) {
-  ts_real h = w[1] - bed_centre;
-  if (!(h > 0)) {
+ * and tangential discharges qn, qt and the cells' velocities u, v; bed_lo and bed_hi are the
+ * cell's bed at its two faces. A dry cell (h <= 0) reports zero depth with its own surface as the
+ * bed. */
+TS_HD static inline void swe_reconstruct(const ts_real w[3], const ts_real h[3], const ts_real qn[3],
+                                         const ts_real qt[3], const ts_real u[3],
+                                         const ts_real v[3], ts_real bed_lo, ts_real bed_hi,
+                                         ts_real theta, ts_real kappa, swe_side *lo,
+                                         swe_side *hi) {
+  if (!(h[1] > 0)) {
     lo->w = hi->w = w[1];
     lo->b = hi->b = w[1];
     lo->h = hi->h = lo->u = hi->u = lo->v = hi->v = SWE_R(0);
@@ -68,10 +79,10 @@ TS_HD static inline void swe_reconstruct(const ts_real w[3], const ts_real qn[3]
   hi->h = swe_max(SWE_R(0), hi->w - bed_hi);
   lo->b = lo->w - lo->h;
   hi->b = hi->w - hi->h;
-  lo->u = swe_velocity(qn[1] - sn, lo->h, kappa);
-  hi->u = swe_velocity(qn[1] + sn, hi->h, kappa);
-  lo->v = swe_velocity(qt[1] - st, lo->h, kappa);
-  hi->v = swe_velocity(qt[1] + st, hi->h, kappa);
+  lo->u = swe_face_velocity(qn[1] - sn, lo->h, kappa, u);
+  hi->u = swe_face_velocity(qn[1] + sn, hi->h, kappa, u);
+  lo->v = swe_face_velocity(qt[1] - st, lo->h, kappa, v);
+  hi->v = swe_face_velocity(qt[1] + st, hi->h, kappa, v);
 }
 
 /* The side of a reflective wall facing `s`: same surface and depth, normal velocity reversed. */

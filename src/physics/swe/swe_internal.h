@@ -38,6 +38,8 @@ struct ts_swe {
   /* Activity mask per tile. */
   int tiles_x, tiles_y;
   unsigned char *tile_wet, *tile_active;
+  int *tile_list;     /* indices of the active tiles, the work list of every pass */
+  int ntile_list;
   int64_t active_tiles;
 
   /* Boundary hydrographs (owned copies) and active cell counts along each side. */

@@ -29,40 +29,43 @@ typedef float ts_real;
 
 #define A(ptr) ((ts_real *)(ptr))
 
-/* Depth below which velocities are desingularised (m). */
-static ts_real swe_kappa(const ts_swe *s) { return (ts_real)s->p.dry_depth; }
+/* Depth below which velocities are desingularised (m): a hundredth of the dry depth, so flows
+ * of a millimetre keep their full speed (a dry-bed dam-break front needs that). */
+static ts_real swe_kappa(const ts_swe *s) { return (ts_real)(0.01 * s->p.dry_depth); }
 
 /* ---------------------------------------------------------------- initialisation */
 
 /* Bed at corners: mean of the active cells around each corner, so the bed of a wet cell next to a
- * NODATA or wall cell is never raised by it; the faces take the mean of their two corners. The
- * cell-centre bed is the DEM value itself, so depths and volumes are those of the DEM (the scheme
- * stays well balanced: its bed-slope source uses the face beds only). Ghost cells of open
- * boundaries replicate the edge cell. */
+ * NODATA or wall cell is never raised by it; faces take the mean of their two corners and cells
+ * the mean of their four (KP07), so the depth of a cell is the mean of its face depths. Ghost
+ * cells of open boundaries replicate the edge cell of the DEM. */
 static void build_bed(ts_swe *s, const ts_raster *dem) {
   ts_real *corner = A(s->corner), *bed = A(s->bed);
   int nx = s->nx, ny = s->ny;
-  for (int j = -SWE_GHOST; j < ny + SWE_GHOST; j++) {
-    for (int i = -SWE_GHOST; i < nx + SWE_GHOST; i++) {
-      int64_t c = swe_index(s, i, j);
-      int ri = i < 0 ? 0 : (i >= nx ? nx - 1 : i);
-      int rj = j < 0 ? 0 : (j >= ny ? ny - 1 : j);
-      bed[c] = s->active[c] ? (ts_real)dem->v[ri + (int64_t)rj * nx] : SWE_R(0);
-    }
-  }
   for (int j = -SWE_GHOST + 1; j < ny + SWE_GHOST; j++) {
     for (int i = -SWE_GHOST + 1; i < nx + SWE_GHOST; i++) {
-      int64_t c = swe_index(s, i, j);
-      int64_t around[4] = {c, c - 1, c - s->row, c - 1 - s->row};
       double sum = 0;
       int n = 0;
-      for (int k = 0; k < 4; k++) {
-        if (s->active[around[k]]) {
-          sum += (double)bed[around[k]];
+      for (int dj = -1; dj <= 0; dj++) {
+        for (int di = -1; di <= 0; di++) {
+          int ci = i + di, cj = j + dj;
+          if (!s->active[swe_index(s, ci, cj)])
+            continue;
+          int ri = ci < 0 ? 0 : (ci >= nx ? nx - 1 : ci);
+          int rj = cj < 0 ? 0 : (cj >= ny ? ny - 1 : cj);
+          sum += dem->v[ri + (int64_t)rj * nx];
           n++;
         }
       }
-      corner[c] = n ? (ts_real)(sum / n) : SWE_R(0);
+      corner[swe_index(s, i, j)] = n ? (ts_real)(sum / n) : SWE_R(0);
+    }
+  }
+  for (int j = -SWE_GHOST + 1; j < ny + SWE_GHOST - 1; j++) {
+    for (int i = -SWE_GHOST + 1; i < nx + SWE_GHOST - 1; i++) {
+      int64_t c = swe_index(s, i, j);
+      ts_real sw = corner[c], se = corner[c + 1], nw = corner[c + s->row],
+              ne = corner[c + s->row + 1];
+      bed[c] = SWE_R(0.25) * ((sw + se) + (nw + ne));
     }
   }
 }
@@ -165,21 +168,22 @@ static void fill_boundaries(ts_swe *s, double t) {
 static inline void reconstruct_cell(const ts_swe *s, int64_t c, int64_t step, int x_axis,
                                     ts_real face_lo, ts_real face_hi, swe_side *lo,
                                     swe_side *hi) {
-  const ts_real *w = A(s->w), *qn_a = A(x_axis ? s->hu : s->hv), *qt_a = A(x_axis ? s->hv : s->hu);
-  const unsigned char *act = s->active;
-  ts_real wv[3], qn[3], qt[3];
-  wv[1] = w[c], qn[1] = qn_a[c], qt[1] = qt_a[c];
-  for (int side = 0; side < 2; side++) {
-    int64_t nb = side ? c + step : c - step;
-    int k = side ? 2 : 0;
-    if (act[nb]) {
-      wv[k] = w[nb], qn[k] = qn_a[nb], qt[k] = qt_a[nb];
-    } else {
-      wv[k] = wv[1], qn[k] = -qn[1], qt[k] = qt[1];
-    }
+  const ts_real *w = A(s->w), *bed = A(s->bed);
+  const ts_real *qn_a = A(x_axis ? s->hu : s->hv), *qt_a = A(x_axis ? s->hv : s->hu);
+  ts_real kappa = swe_kappa(s);
+  ts_real wv[3], h[3], qn[3], qt[3], u[3], v[3];
+  int64_t cells[3] = {c - step, c, c + step};
+  for (int k = 0; k < 3; k++) {
+    int64_t n = s->active[cells[k]] ? cells[k] : c;
+    ts_real sign = n == cells[k] ? SWE_R(1) : SWE_R(-1);
+    wv[k] = w[n];
+    h[k] = swe_max(SWE_R(0), w[n] - bed[n]);
+    qn[k] = sign * qn_a[n];
+    qt[k] = qt_a[n];
+    u[k] = h[k] > 0 ? swe_velocity(qn[k], h[k], kappa) : SWE_R(0);
+    v[k] = h[k] > 0 ? swe_velocity(qt[k], h[k], kappa) : SWE_R(0);
   }
-  swe_reconstruct(wv, qn, qt, face_lo, face_hi, A(s->bed)[c], (ts_real)s->p.theta, swe_kappa(s),
-                  lo, hi);
+  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, (ts_real)s->p.theta, kappa, lo, hi);
 }
 
 /* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
@@ -242,23 +246,31 @@ static ts_real sweep_line(ts_swe *s, int64_t first, int64_t step, int64_t corner
   return amax;
 }
 
-/* Fluxes on every face of the grid and bed sources of every cell; returns dt limits via the
- * largest wave speeds along x and y. */
+/* Cell range [i0, i1) x [j0, j1) of tile k. */
+static inline void tile_range(const ts_swe *s, int k, int *i0, int *i1, int *j0, int *j1) {
+  int ts = s->p.tile_size, tx = k % s->tiles_x, ty = k / s->tiles_x;
+  *i0 = tx * ts;
+  *j0 = ty * ts;
+  *i1 = *i0 + ts < s->nx ? *i0 + ts : s->nx;
+  *j1 = *j0 + ts < s->ny ? *j0 + ts : s->ny;
+}
+
+/* Fluxes on every face of the active tiles and bed sources of their cells; returns the largest
+ * wave speeds along x and y. Skipped tiles are dry with dry surroundings: their fluxes are zero. */
 static void compute_fluxes(ts_swe *s, ts_real *amax_x, ts_real *amax_y) {
-  int nx = s->nx, ny = s->ny;
   ts_real ax = 0, ay = 0;
-#pragma omp parallel reduction(max : ax, ay)
-  {
-#pragma omp for schedule(static) nowait
-    for (int j = 0; j < ny; j++) {
-      ts_real a = sweep_line(s, swe_index(s, 0, j), 1, s->row, nx, 1, A(s->fx[0]), A(s->fx[1]),
-                             A(s->fx[2]), A(s->src_x));
+#pragma omp parallel for schedule(dynamic, 4) reduction(max : ax, ay)
+  for (int t = 0; t < s->ntile_list; t++) {
+    int i0, i1, j0, j1;
+    tile_range(s, s->tile_list[t], &i0, &i1, &j0, &j1);
+    for (int j = j0; j < j1; j++) {
+      ts_real a = sweep_line(s, swe_index(s, i0, j), 1, s->row, i1 - i0, 1, A(s->fx[0]),
+                             A(s->fx[1]), A(s->fx[2]), A(s->src_x));
       ax = swe_max(ax, a);
     }
-#pragma omp for schedule(static)
-    for (int i = 0; i < nx; i++) {
-      ts_real a = sweep_line(s, swe_index(s, i, 0), s->row, 1, ny, 0, A(s->fy[0]), A(s->fy[1]),
-                             A(s->fy[2]), A(s->src_y));
+    for (int i = i0; i < i1; i++) {
+      ts_real a = sweep_line(s, swe_index(s, i, j0), s->row, 1, j1 - j0, 0, A(s->fy[0]),
+                             A(s->fy[1]), A(s->fy[2]), A(s->src_y));
       ay = swe_max(ay, a);
     }
   }
@@ -299,16 +311,19 @@ static void compute_drain(ts_swe *s, ts_real dt) {
   const ts_real *w = A(s->w), *bed = A(s->bed), *fx = A(s->fx[0]), *fy = A(s->fy[0]);
   ts_real *drain = A(s->drain);
   ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
-  int nx = s->nx, ny = s->ny;
-#pragma omp parallel for schedule(static)
-  for (int j = 0; j < ny; j++) {
-    for (int i = 0; i < nx; i++) {
-      int64_t c = swe_index(s, i, j);
-      ts_real out_x = swe_max(SWE_R(0), fx[c + 1]) + swe_max(SWE_R(0), -fx[c]);
-      ts_real out_y = swe_max(SWE_R(0), fy[c + s->row]) + swe_max(SWE_R(0), -fy[c]);
-      ts_real out = dt * (out_x * rdx + out_y * rdy);
-      ts_real h = swe_max(SWE_R(0), w[c] - bed[c]);
-      drain[c] = out > h ? h / out : SWE_R(1);
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int t = 0; t < s->ntile_list; t++) {
+    int i0, i1, j0, j1;
+    tile_range(s, s->tile_list[t], &i0, &i1, &j0, &j1);
+    for (int j = j0; j < j1; j++) {
+      for (int i = i0; i < i1; i++) {
+        int64_t c = swe_index(s, i, j);
+        ts_real out_x = swe_max(SWE_R(0), fx[c + 1]) + swe_max(SWE_R(0), -fx[c]);
+        ts_real out_y = swe_max(SWE_R(0), fy[c + s->row]) + swe_max(SWE_R(0), -fy[c]);
+        ts_real out = dt * (out_x * rdx + out_y * rdy);
+        ts_real h = swe_max(SWE_R(0), w[c] - bed[c]);
+        drain[c] = out > h ? h / out : SWE_R(1);
+      }
     }
   }
 }
@@ -318,12 +333,13 @@ static inline ts_real face_limit(const ts_real *drain, ts_real mass_flux, int64_
   return mass_flux > 0 ? drain[lo] : (mass_flux < 0 ? drain[hi] : SWE_R(1));
 }
 
-/* Euler update of every active cell with the stored fluxes, then friction. With `average`, the
- * result is averaged with the state at the start of the step (second SSP-RK2 stage). Returns
+/* Euler update of the cells of the active tiles with the stored fluxes, then friction. stage 0
+ * of RK2 saves the state at the start of the step; stage 1 averages with it (SSP-RK2). Returns
  * nonzero if a non-finite value appeared. */
-static int update_cells(ts_swe *s, ts_real dt, int average) {
+static int update_cells(ts_swe *s, ts_real dt, int stage) {
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv);
-  const ts_real *w0 = A(s->w0), *hu0 = A(s->hu0), *hv0 = A(s->hv0), *bed = A(s->bed);
+  ts_real *w0 = A(s->w0), *hu0 = A(s->hu0), *hv0 = A(s->hv0);
+  const ts_real *bed = A(s->bed);
   const ts_real *fx0 = A(s->fx[0]), *fx1 = A(s->fx[1]), *fx2 = A(s->fx[2]);
   const ts_real *fy0 = A(s->fy[0]), *fy1 = A(s->fy[1]), *fy2 = A(s->fy[2]);
   const ts_real *sx = A(s->src_x), *sy = A(s->src_y), *drain = A(s->drain);
@@ -331,15 +347,23 @@ static int update_cells(ts_swe *s, ts_real dt, int average) {
   ts_real fric_const = (ts_real)s->p.friction_value, g = (ts_real)s->p.gravity;
   ts_real kappa = swe_kappa(s);
   ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
-  int kind = (int)s->p.friction, nx = s->nx, ny = s->ny;
+  int kind = (int)s->p.friction, save = stage == 0 && s->p.rk_order == 2, average = stage == 1;
   int64_t row = s->row;
   int bad = 0;
-#pragma omp parallel for schedule(static) reduction(| : bad)
-  for (int j = 0; j < ny; j++) {
-    for (int i = 0; i < nx; i++) {
+#pragma omp parallel for schedule(dynamic, 4) reduction(| : bad)
+  for (int t = 0; t < s->ntile_list; t++) {
+    int i0, i1, j0, j1;
+    tile_range(s, s->tile_list[t], &i0, &i1, &j0, &j1);
+    for (int j = j0; j < j1; j++) {
+    for (int i = i0; i < i1; i++) {
       int64_t c = swe_index(s, i, j);
       if (!s->active[c])
         continue;
+      if (save) {
+        w0[c] = w[c];
+        hu0[c] = hu[c];
+        hv0[c] = hv[c];
+      }
       ts_real le = face_limit(drain, fx0[c + 1], c, c + 1);
       ts_real lw = face_limit(drain, fx0[c], c - 1, c);
       ts_real ln = face_limit(drain, fy0[c + row], c, c + row);
@@ -375,18 +399,13 @@ static int update_cells(ts_swe *s, ts_real dt, int average) {
       hu[c] = qx;
       hv[c] = qy;
     }
+    }
   }
   return bad;
 }
 
 static ts_status kernels_step(ts_swe *s, double dt_max, double *dt_taken) {
-  size_t bytes = (size_t)s->plane * s->real_size;
   int stages = s->p.rk_order == 1 ? 1 : 2;
-  if (stages == 2) {
-    memcpy(s->w0, s->w, bytes);
-    memcpy(s->hu0, s->hu, bytes);
-    memcpy(s->hv0, s->hv, bytes);
-  }
   ts_real dt = 0;
   int clamped = 0;
   for (int stage = 0; stage < stages; stage++) {
@@ -407,7 +426,7 @@ static ts_status kernels_step(ts_swe *s, double dt_max, double *dt_taken) {
     }
     impose_inflow(s, t_stage);
     compute_drain(s, dt);
-    if (update_cells(s, dt, stage == 1))
+    if (update_cells(s, dt, stage))
       return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)", s->t,
                       (long long)s->steps);
   }
@@ -489,44 +508,53 @@ static int64_t kernels_wet_cells(const ts_swe *s) {
   return n;
 }
 
-/* Maxima of depth, speed and surface, first arrival, and the per-tile activity mask. */
+/* Maxima of depth, speed and surface, first arrival, and the tile activity mask: a tile is
+ * active when it or one of its 8 neighbours holds water (depth > 0). Water moves at most one cell
+ * per stage, so with tiles of at least 2 x 2 cells no water reaches a skipped tile in a step. */
 static void kernels_update_diagnostics(ts_swe *s) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
   ts_real dry = (ts_real)s->p.dry_depth;
-  int ts = s->p.tile_size;
-  memset(s->tile_wet, 0, (size_t)s->tiles_x * s->tiles_y);
-#pragma omp parallel for schedule(static)
-  for (int j = 0; j < s->ny; j++) {
-    for (int i = 0; i < s->nx; i++) {
-      int64_t c = swe_index(s, i, j);
-      if (!s->active[c])
-        continue;
-      ts_real hr = w[c] - bed[c];
-      if (!(hr > dry))
-        continue;
-      double h = (double)hr;
-      s->tile_wet[(j / ts) * s->tiles_x + i / ts] = 1;
-      if (h > s->max_h[c])
-        s->max_h[c] = h;
-      double sp = cell_value(s, TS_SWE_SPEED, c);
-      if (sp > s->max_speed[c])
-        s->max_speed[c] = sp;
-      if (isnan(s->max_eta[c]) || (double)w[c] > s->max_eta[c])
-        s->max_eta[c] = (double)w[c];
-      if (isnan(s->arrival[c]) && h > s->p.arrival_depth)
-        s->arrival[c] = s->t;
+  int ntiles = s->tiles_x * s->tiles_y;
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int t = 0; t < s->ntile_list; t++) {
+    int k = s->tile_list[t], i0, i1, j0, j1, any = 0;
+    tile_range(s, k, &i0, &i1, &j0, &j1);
+    for (int j = j0; j < j1; j++) {
+      for (int i = i0; i < i1; i++) {
+        int64_t c = swe_index(s, i, j);
+        if (!s->active[c] || !(w[c] > bed[c]))
+          continue;
+        any = 1;
+        ts_real hr = w[c] - bed[c];
+        if (!(hr > dry))
+          continue;
+        double h = (double)hr;
+        if (h > s->max_h[c])
+          s->max_h[c] = h;
+        double sp = cell_value(s, TS_SWE_SPEED, c);
+        if (sp > s->max_speed[c])
+          s->max_speed[c] = sp;
+        if (isnan(s->max_eta[c]) || (double)w[c] > s->max_eta[c])
+          s->max_eta[c] = (double)w[c];
+        if (isnan(s->arrival[c]) && h > s->p.arrival_depth)
+          s->arrival[c] = s->t;
+      }
     }
+    s->tile_wet[k] = (unsigned char)any;
   }
   int64_t active = 0;
-  for (int ty = 0; ty < s->tiles_y; ty++) {
-    for (int tx = 0; tx < s->tiles_x; tx++) {
-      const unsigned char *wet = s->tile_wet;
-      int k = ty * s->tiles_x + tx;
-      int on = wet[k] || (tx > 0 && wet[k - 1]) || (tx + 1 < s->tiles_x && wet[k + 1]) ||
-               (ty > 0 && wet[k - s->tiles_x]) || (ty + 1 < s->tiles_y && wet[k + s->tiles_x]);
-      s->tile_active[k] = (unsigned char)on;
-      active += on;
-    }
+  s->ntile_list = 0;
+  for (int k = 0; k < ntiles; k++) {
+    int tx = k % s->tiles_x, ty = k / s->tiles_x, on = !s->p.early_exit;
+    for (int dy = -1; dy <= 1 && !on; dy++)
+      for (int dx = -1; dx <= 1 && !on; dx++) {
+        int x = tx + dx, y = ty + dy;
+        on = x >= 0 && y >= 0 && x < s->tiles_x && y < s->tiles_y && s->tile_wet[y * s->tiles_x + x];
+      }
+    s->tile_active[k] = (unsigned char)on;
+    active += on;
+    if (on)
+      s->tile_list[s->ntile_list++] = k;
   }
   s->active_tiles = active;
 }
