@@ -24,6 +24,7 @@ struct ts_swe {
   /* Arrays of the working precision (ts_real), each `plane` elements. */
   void *w, *hu, *hv;        /* state: surface elevation and unit discharges */
   void *w0, *hu0, *hv0;     /* state at the start of the step (RK2) */
+  void *u, *v;              /* velocities of the state (desingularised hu/h, hv/h; 0 when dry) */
   void *corner;             /* bed at cell corners: corner(i,j) is the SW corner of cell (i,j) */
   void *bed;                /* cell-centre bed, mean of the four corners */
   void *friction;           /* per-cell friction coefficient, NULL when uniform */
@@ -61,6 +62,7 @@ struct swe_kernels {
   double (*volume)(const ts_swe *s);
   int64_t (*wet_cells)(const ts_swe *s);
   void (*update_diagnostics)(ts_swe *s); /* maxima and tile mask after a step or at t = 0 */
+  void (*refresh_velocities)(ts_swe *s);  /* u, v of every cell from the state */
 };
 
 extern const swe_kernels swe_kernels_float;

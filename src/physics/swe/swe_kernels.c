@@ -33,6 +33,20 @@ typedef float ts_real;
  * of a millimetre keep their full speed (a dry-bed dam-break front needs that). */
 static ts_real swe_kappa(const ts_swe *s) { return (ts_real)(0.01 * s->p.dry_depth); }
 
+/* Velocities of cell c from its state (zero when dry). */
+static inline void cell_velocity(ts_swe *s, int64_t c) {
+  ts_real h = A(s->w)[c] - A(s->bed)[c], kappa = swe_kappa(s);
+  A(s->u)[c] = h > 0 ? swe_velocity(A(s->hu)[c], h, kappa) : SWE_R(0);
+  A(s->v)[c] = h > 0 ? swe_velocity(A(s->hv)[c], h, kappa) : SWE_R(0);
+}
+
+static void kernels_refresh_velocities(ts_swe *s) {
+#pragma omp parallel for schedule(static)
+  for (int j = -SWE_GHOST; j < s->ny + SWE_GHOST; j++)
+    for (int i = -SWE_GHOST; i < s->nx + SWE_GHOST; i++)
+      cell_velocity(s, swe_index(s, i, j));
+}
+
 /* ---------------------------------------------------------------- initialisation */
 
 /* Bed at corners: mean of the active cells around each corner, so the bed of a wet cell next to a
@@ -128,6 +142,7 @@ static void fill_ghost(ts_swe *s, const ts_swe_bc *bc, int64_t g, int64_t in, in
     ts_real *qn = normal_is_x ? hu : hv;
     qn[g] = (ts_real)q_unit;
   }
+  cell_velocity(s, g);
 }
 
 static void fill_boundaries(ts_swe *s, double t) {
@@ -170,7 +185,7 @@ static inline void reconstruct_cell(const ts_swe *s, int64_t c, int64_t step, in
                                     swe_side *hi) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
   const ts_real *qn_a = A(x_axis ? s->hu : s->hv), *qt_a = A(x_axis ? s->hv : s->hu);
-  ts_real kappa = swe_kappa(s);
+  const ts_real *un_a = A(x_axis ? s->u : s->v), *ut_a = A(x_axis ? s->v : s->u);
   ts_real wv[3], h[3], qn[3], qt[3], u[3], v[3];
   int64_t cells[3] = {c - step, c, c + step};
   for (int k = 0; k < 3; k++) {
@@ -180,10 +195,11 @@ static inline void reconstruct_cell(const ts_swe *s, int64_t c, int64_t step, in
     h[k] = swe_max(SWE_R(0), w[n] - bed[n]);
     qn[k] = sign * qn_a[n];
     qt[k] = qt_a[n];
-    u[k] = h[k] > 0 ? swe_velocity(qn[k], h[k], kappa) : SWE_R(0);
-    v[k] = h[k] > 0 ? swe_velocity(qt[k], h[k], kappa) : SWE_R(0);
+    u[k] = sign * un_a[n];
+    v[k] = ut_a[n];
   }
-  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, (ts_real)s->p.theta, kappa, lo, hi);
+  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, (ts_real)s->p.theta, swe_kappa(s), lo,
+                  hi);
 }
 
 /* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
@@ -398,6 +414,7 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
       w[c] = wn;
       hu[c] = qx;
       hv[c] = qy;
+      cell_velocity(s, c);
     }
     }
   }
@@ -444,12 +461,9 @@ static double cell_value(const ts_swe *s, ts_swe_var var, int64_t c) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
   double h = (double)swe_max(SWE_R(0), w[c] - bed[c]);
   double u = 0, v = 0;
-  if (var == TS_SWE_U || var == TS_SWE_V || var == TS_SWE_SPEED) {
-    ts_real kappa = swe_kappa(s), hr = (ts_real)h;
-    if (h > s->p.dry_depth) {
-      u = (double)swe_velocity(A(s->hu)[c], hr, kappa);
-      v = (double)swe_velocity(A(s->hv)[c], hr, kappa);
-    }
+  if (h > s->p.dry_depth) {
+    u = (double)A(s->u)[c];
+    v = (double)A(s->v)[c];
   }
   switch (var) {
   case TS_SWE_H: return h;
@@ -567,4 +581,5 @@ const swe_kernels SWE_KERNELS = {
     .volume = kernels_volume,
     .wet_cells = kernels_wet_cells,
     .update_diagnostics = kernels_update_diagnostics,
+    .refresh_velocities = kernels_refresh_velocities,
 };
