@@ -44,14 +44,18 @@ TS_HD static inline ts_real swe_velocity(ts_real q, ts_real h, ts_real kappa) {
   return SWE_R(1.4142135623730951) * h * q / SWE_SQRT(h2 * h2 + k2 * k2);
 }
 
-/* Face velocity q/h (desingularised), kept between the smallest and largest velocity of the
- * three cells of the stencil (and zero): a thin face next to a shoreline cannot produce a speed
- * the cells do not have, which would shrink the time step for nothing. */
-TS_HD static inline ts_real swe_face_velocity(ts_real q, ts_real h, ts_real kappa, const ts_real cell_u[3]) {
-  ts_real lo = swe_min(SWE_R(0), swe_min(cell_u[0], swe_min(cell_u[1], cell_u[2])));
-  ts_real hi = swe_max(SWE_R(0), swe_max(cell_u[0], swe_max(cell_u[1], cell_u[2])));
-  ts_real u = swe_velocity(q, h, kappa);
-  return swe_min(hi, swe_max(lo, u));
+/* Face velocity q/h (desingularised), kept within [lo, hi]: the range of the velocities of the
+ * three cells of the stencil and zero. A thin face next to a shoreline cannot produce a speed the
+ * cells do not have, which would shrink the time step for nothing. */
+TS_HD static inline ts_real swe_face_velocity(ts_real q, ts_real h, ts_real kappa, ts_real lo,
+                                              ts_real hi) {
+  return swe_min(hi, swe_max(lo, swe_velocity(q, h, kappa)));
+}
+
+/* Smallest and largest of three velocities and zero. */
+TS_HD static inline void swe_velocity_range(const ts_real u[3], ts_real *lo, ts_real *hi) {
+  *lo = swe_min(SWE_R(0), swe_min(u[0], swe_min(u[1], u[2])));
+  *hi = swe_max(SWE_R(0), swe_max(u[0], swe_max(u[1], u[2])));
 }
 
 /* Reconstructs the two sides of cell i along one axis from cells (m, i, p): surface w, normal
@@ -79,10 +83,13 @@ TS_HD static inline void swe_reconstruct(const ts_real w[3], const ts_real h[3],
   hi->h = swe_max(SWE_R(0), hi->w - bed_hi);
   lo->b = lo->w - lo->h;
   hi->b = hi->w - hi->h;
-  lo->u = swe_face_velocity(qn[1] - sn, lo->h, kappa, u);
-  hi->u = swe_face_velocity(qn[1] + sn, hi->h, kappa, u);
-  lo->v = swe_face_velocity(qt[1] - st, lo->h, kappa, v);
-  hi->v = swe_face_velocity(qt[1] + st, hi->h, kappa, v);
+  ts_real ulo, uhi, vlo, vhi;
+  swe_velocity_range(u, &ulo, &uhi);
+  swe_velocity_range(v, &vlo, &vhi);
+  lo->u = swe_face_velocity(qn[1] - sn, lo->h, kappa, ulo, uhi);
+  hi->u = swe_face_velocity(qn[1] + sn, hi->h, kappa, ulo, uhi);
+  lo->v = swe_face_velocity(qt[1] - st, lo->h, kappa, vlo, vhi);
+  hi->v = swe_face_velocity(qt[1] + st, hi->h, kappa, vlo, vhi);
 }
 
 /* The side of a reflective wall facing `s`: same surface and depth, normal velocity reversed. */
