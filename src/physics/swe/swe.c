@@ -126,7 +126,7 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
 
   int failed = 0;
   size_t rs = s->real_size;
-  void **reals[] = {&s->w, &s->hu, &s->hv, &s->w0, &s->hu0, &s->hv0, &s->u, &s->v, &s->corner, &s->bed,
+  void **reals[] = {&s->w, &s->hu, &s->hv, &s->w0, &s->hu0, &s->hv0, &s->u, &s->v, &s->char_speed, &s->speed_cap, &s->corner, &s->bed,
                     &s->fx[0], &s->fx[1], &s->fx[2], &s->fy[0], &s->fy[1], &s->fy[2],
                     &s->src_x, &s->src_y, &s->drain};
   for (size_t k = 0; k < sizeof reals / sizeof reals[0]; k++)
@@ -183,7 +183,7 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
 void ts_swe_destroy(ts_swe *s) {
   if (!s)
     return;
-  void *arrays[] = {s->w, s->hu, s->hv, s->w0, s->hu0, s->hv0, s->u, s->v, s->corner, s->bed, s->friction,
+  void *arrays[] = {s->w, s->hu, s->hv, s->w0, s->hu0, s->hv0, s->u, s->v, s->char_speed, s->speed_cap, s->corner, s->bed, s->friction,
                     s->fx[0], s->fx[1], s->fx[2], s->fy[0], s->fy[1], s->fy[2], s->src_x,
                     s->src_y, s->drain, s->active, s->max_h, s->max_speed, s->arrival,
                     s->max_eta, s->tile_wet, s->tile_active, s->tile_list};

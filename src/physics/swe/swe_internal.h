@@ -25,6 +25,8 @@ struct ts_swe {
   void *w, *hu, *hv;        /* state: surface elevation and unit discharges */
   void *w0, *hu0, *hv0;     /* state at the start of the step (RK2) */
   void *u, *v;              /* velocities of the state (desingularised hu/h, hv/h; 0 when dry) */
+  void *char_speed;         /* |u| + 2 sqrt(g h) of the state */
+  void *speed_cap;          /* largest char_speed around each cell at the start of a stage */
   void *corner;             /* bed at cell corners: corner(i,j) is the SW corner of cell (i,j) */
   void *bed;                /* cell-centre bed, mean of the four corners */
   void *friction;           /* per-cell friction coefficient, NULL when uniform */

@@ -33,11 +33,16 @@ typedef float ts_real;
  * of a millimetre keep their full speed (a dry-bed dam-break front needs that). */
 static ts_real swe_kappa(const ts_swe *s) { return (ts_real)(0.01 * s->p.dry_depth); }
 
-/* Velocities of cell c from its state (zero when dry). */
+/* Velocities and characteristic speed |u| + 2 sqrt(g h) of cell c from its state (zero when
+ * dry). */
 static inline void cell_velocity(ts_swe *s, int64_t c) {
   ts_real h = A(s->w)[c] - A(s->bed)[c], kappa = swe_kappa(s);
-  A(s->u)[c] = h > 0 ? swe_velocity(A(s->hu)[c], h, kappa) : SWE_R(0);
-  A(s->v)[c] = h > 0 ? swe_velocity(A(s->hv)[c], h, kappa) : SWE_R(0);
+  ts_real u = h > 0 ? swe_velocity(A(s->hu)[c], h, kappa) : SWE_R(0);
+  ts_real v = h > 0 ? swe_velocity(A(s->hv)[c], h, kappa) : SWE_R(0);
+  A(s->u)[c] = u;
+  A(s->v)[c] = v;
+  A(s->char_speed)[c] = h > 0 ? SWE_SQRT(u * u + v * v) + SWE_R(2) * SWE_SQRT((ts_real)s->p.gravity * h)
+                              : SWE_R(0);
 }
 
 static void kernels_refresh_velocities(ts_swe *s) {
@@ -58,20 +63,19 @@ static void build_bed(ts_swe *s, const ts_raster *dem) {
   int nx = s->nx, ny = s->ny;
   for (int j = -SWE_GHOST + 1; j < ny + SWE_GHOST; j++) {
     for (int i = -SWE_GHOST + 1; i < nx + SWE_GHOST; i++) {
-      double sum = 0;
+      /* cells around corner (i, j), summed as (sw + ne) + (se + nw): symmetric under transposition */
+      int ci[4] = {i - 1, i, i, i - 1}, cj[4] = {j - 1, j, j - 1, j};
+      double z[4] = {0, 0, 0, 0};
       int n = 0;
-      for (int dj = -1; dj <= 0; dj++) {
-        for (int di = -1; di <= 0; di++) {
-          int ci = i + di, cj = j + dj;
-          if (!s->active[swe_index(s, ci, cj)])
-            continue;
-          int ri = ci < 0 ? 0 : (ci >= nx ? nx - 1 : ci);
-          int rj = cj < 0 ? 0 : (cj >= ny ? ny - 1 : cj);
-          sum += dem->v[ri + (int64_t)rj * nx];
-          n++;
-        }
+      for (int k = 0; k < 4; k++) {
+        if (!s->active[swe_index(s, ci[k], cj[k])])
+          continue;
+        int ri = ci[k] < 0 ? 0 : (ci[k] >= nx ? nx - 1 : ci[k]);
+        int rj = cj[k] < 0 ? 0 : (cj[k] >= ny ? ny - 1 : cj[k]);
+        z[k] = dem->v[ri + (int64_t)rj * nx];
+        n++;
       }
-      corner[swe_index(s, i, j)] = n ? (ts_real)(sum / n) : SWE_R(0);
+      corner[swe_index(s, i, j)] = n ? (ts_real)(((z[0] + z[1]) + (z[2] + z[3])) / n) : SWE_R(0);
     }
   }
   for (int j = -SWE_GHOST + 1; j < ny + SWE_GHOST - 1; j++) {
@@ -79,9 +83,12 @@ static void build_bed(ts_swe *s, const ts_raster *dem) {
       int64_t c = swe_index(s, i, j);
       ts_real sw = corner[c], se = corner[c + 1], nw = corner[c + s->row],
               ne = corner[c + s->row + 1];
-      bed[c] = SWE_R(0.25) * ((sw + se) + (nw + ne));
+      bed[c] = SWE_R(0.25) * ((sw + ne) + (se + nw));
     }
   }
+  ts_real *drain = A(s->drain);
+  for (int64_t c = 0; c < s->plane; c++)
+    drain[c] = SWE_R(1);
 }
 
 static ts_status kernels_init(ts_swe *s, const ts_raster *dem, const ts_raster *h0,
@@ -139,8 +146,13 @@ static void fill_ghost(ts_swe *s, const ts_swe_bc *bc, int64_t g, int64_t in, in
   if (bc->type == TS_BC_LEVEL) {
     w[g] = swe_max((ts_real)bc->level, bed[g]);
   } else if (bc->type == TS_BC_INFLOW) {
+    /* The inflow arrives at least at critical depth, so its speed enters the time step even
+     * when it runs onto a dry bed. */
     ts_real *qn = normal_is_x ? hu : hv;
-    qn[g] = (ts_real)q_unit;
+    ts_real q = (ts_real)q_unit, g_acc = (ts_real)s->p.gravity;
+    ts_real h_crit = SWE_CBRT(q * q / g_acc);
+    w[g] = bed[g] + swe_max(h, h_crit);
+    qn[g] = q;
   }
   cell_velocity(s, g);
 }
@@ -322,10 +334,15 @@ static void impose_inflow(ts_swe *s, double t) {
 }
 
 /* Outflow limiter: the fraction of its outgoing fluxes a cell can deliver in dt without its
- * depth going negative (the "draining time step" of Bollermann et al.). */
+ * depth going negative (the "draining time step" of Bollermann et al.). Also the speed cap of
+ * each cell: the largest characteristic speed |u| + 2 sqrt(g h) of the cell and its four
+ * neighbours. No flow accelerates water beyond it (the Riemann invariants of a dry-bed dam break
+ * reach exactly that speed at the front), but a thin cell that receives momentum from a deep
+ * neighbour would, and its spurious speed would shrink the time step. */
 static void compute_drain(ts_swe *s, ts_real dt) {
   const ts_real *w = A(s->w), *bed = A(s->bed), *fx = A(s->fx[0]), *fy = A(s->fy[0]);
-  ts_real *drain = A(s->drain);
+  const ts_real *cs = A(s->char_speed);
+  ts_real *drain = A(s->drain), *cap = A(s->speed_cap);
   ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
 #pragma omp parallel for schedule(dynamic, 4)
   for (int t = 0; t < s->ntile_list; t++) {
@@ -339,6 +356,8 @@ static void compute_drain(ts_swe *s, ts_real dt) {
         ts_real out = dt * (out_x * rdx + out_y * rdy);
         ts_real h = swe_max(SWE_R(0), w[c] - bed[c]);
         drain[c] = out > h ? h / out : SWE_R(1);
+        ts_real around = swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - s->row], cs[c + s->row]));
+        cap[c] = swe_max(cs[c], around);
       }
     }
   }
@@ -359,6 +378,7 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
   const ts_real *fx0 = A(s->fx[0]), *fx1 = A(s->fx[1]), *fx2 = A(s->fx[2]);
   const ts_real *fy0 = A(s->fy[0]), *fy1 = A(s->fy[1]), *fy2 = A(s->fy[2]);
   const ts_real *sx = A(s->src_x), *sy = A(s->src_y), *drain = A(s->drain);
+  const ts_real *cap = A(s->speed_cap);
   const ts_real *fric = s->friction ? A(s->friction) : NULL;
   ts_real fric_const = (ts_real)s->p.friction_value, g = (ts_real)s->p.gravity;
   ts_real kappa = swe_kappa(s);
@@ -400,8 +420,15 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
         qx = qy = 0;
       } else {
         ts_real u = swe_velocity(qx, h, kappa), v = swe_velocity(qy, h, kappa);
+        ts_real speed = SWE_SQRT(u * u + v * v);
+        if (speed > cap[c]) {
+          ts_real scale = cap[c] / speed;
+          u *= scale;
+          v *= scale;
+          speed = cap[c];
+        }
         ts_real f = swe_friction_factor(kind, fric ? fric[c] : fric_const, h,
-                                        SWE_SQRT(u * u + v * v), g, dt);
+                                        speed, g, dt);
         qx = h * u * f;
         qy = h * v * f;
       }
@@ -522,6 +549,18 @@ static int64_t kernels_wet_cells(const ts_swe *s) {
   return n;
 }
 
+/* Does a level or inflow boundary touch tile (tx, ty)? Such tiles are always computed, since
+ * water may enter them from outside. */
+static int boundary_feeds_tile(const ts_swe *s, int tx, int ty) {
+  int on_side[4] = {tx == 0, tx == s->tiles_x - 1, ty == 0, ty == s->tiles_y - 1};
+  for (int side = 0; side < 4; side++) {
+    ts_bc_type type = s->p.bc[side].type;
+    if (on_side[side] && (type == TS_BC_LEVEL || type == TS_BC_INFLOW))
+      return 1;
+  }
+  return 0;
+}
+
 /* Maxima of depth, speed and surface, first arrival, and the tile activity mask: a tile is
  * active when it or one of its 8 neighbours holds water (depth > 0). Water moves at most one cell
  * per stage, so with tiles of at least 2 x 2 cells no water reaches a skipped tile in a step. */
@@ -559,7 +598,8 @@ static void kernels_update_diagnostics(ts_swe *s) {
   int64_t active = 0;
   s->ntile_list = 0;
   for (int k = 0; k < ntiles; k++) {
-    int tx = k % s->tiles_x, ty = k / s->tiles_x, on = !s->p.early_exit;
+    int tx = k % s->tiles_x, ty = k / s->tiles_x;
+    int on = !s->p.early_exit || boundary_feeds_tile(s, tx, ty);
     for (int dy = -1; dy <= 1 && !on; dy++)
       for (int dx = -1; dx <= 1 && !on; dx++) {
         int x = tx + dx, y = ty + dy;
