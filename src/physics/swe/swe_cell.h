@@ -108,14 +108,15 @@ TS_HD static inline void swe_face_flux(swe_side L, swe_side R, ts_real g, ts_rea
   ts_real hl = swe_max(SWE_R(0), L.w - bstar), hr = swe_max(SWE_R(0), R.w - bstar);
   *corr_left = half_g * (L.h * L.h - hl * hl);
   *corr_right = half_g * (R.h * R.h - hr * hr);
+  if (!(hl > 0) && !(hr > 0)) {
+    /* no water crosses: zero flux whatever the (meaningless) velocities of the sides */
+    flux[0] = flux[1] = flux[2] = *speed = SWE_R(0);
+    return;
+  }
   ts_real cl = SWE_SQRT(g * hl), cr = SWE_SQRT(g * hr);
   ts_real ap = swe_max(swe_max(L.u + cl, R.u + cr), SWE_R(0));
   ts_real am = swe_min(swe_min(L.u - cl, R.u - cr), SWE_R(0));
   *speed = swe_max(ap, -am);
-  if (!(ap - am > 0)) {
-    flux[0] = flux[1] = flux[2] = SWE_R(0);
-    return;
-  }
   ts_real ql = hl * L.u, qr = hr * R.u;
   ts_real fl[3] = {ql, ql * L.u + half_g * hl * hl, ql * L.v};
   ts_real fr[3] = {qr, qr * R.u + half_g * hr * hr, qr * R.v};

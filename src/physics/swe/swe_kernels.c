@@ -413,6 +413,7 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
       ts_real wn = w[c] + dt * (rx_w + ry_w);
       ts_real qx = hu[c] + dt * (rx_hu + ry_hu);
       ts_real qy = hv[c] + dt * (rx_hv + ry_hv);
+      bad |= !isfinite(wn) || !isfinite(qx) || !isfinite(qy);
       ts_real h = wn - bed[c];
       if (!(h > 0)) {
         wn = bed[c];
@@ -437,7 +438,6 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
         qx = SWE_R(0.5) * (hu0[c] + qx);
         qy = SWE_R(0.5) * (hv0[c] + qy);
       }
-      bad |= !isfinite(wn) || !isfinite(qx) || !isfinite(qy);
       w[c] = wn;
       hu[c] = qx;
       hv[c] = qy;
