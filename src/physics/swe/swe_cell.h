@@ -138,12 +138,10 @@ TS_HD static inline ts_real swe_friction_factor(int kind, ts_real coeff, ts_real
                                                 ts_real g, ts_real dt) {
   if (kind == 0 || !(h > 0) || coeff <= 0)
     return SWE_R(1);
-  ts_real cf;
-  if (kind == 1)
-    cf = g * coeff * coeff * speed / (h * SWE_CBRT(h));
-  else
-    cf = g * speed / (coeff * coeff * h);
-  return SWE_R(1) / (SWE_R(1) + dt * cf);
+  ts_real scale = kind == 1 ? h * SWE_CBRT(h) / (coeff * coeff) : coeff * coeff * h;
+  if (!(scale > 0))
+    return SWE_R(0); /* a film so thin that h^(4/3) underflows holds no momentum */
+  return SWE_R(1) / (SWE_R(1) + dt * (g * speed / scale));
 }
 
 #endif

@@ -438,6 +438,7 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
         qx = SWE_R(0.5) * (hu0[c] + qx);
         qy = SWE_R(0.5) * (hv0[c] + qy);
       }
+      bad |= !isfinite(qx) || !isfinite(qy);
       w[c] = wn;
       hu[c] = qx;
       hv[c] = qy;

@@ -1,0 +1,309 @@
+/* Unit tests of the output and auxiliary input formats: NetCDF, VTI, PNG, gauge and time-series
+ * CSV files, the JSON writer and the temporary-file helpers. */
+#include "tessera/io.h"
+
+#include <math.h>
+#include <netcdf.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define CHECK(cond, ...)                    \
+  do {                                      \
+    int check_ok_ = (cond);                 \
+    printf(check_ok_ ? "ok   " : "FAIL ");  \
+    printf(__VA_ARGS__);                    \
+    printf("\n");                           \
+    failures += !check_ok_;                 \
+  } while (0)
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  fputs(text, f);
+  fclose(f);
+}
+
+/* Reads a whole file into a NUL-terminated malloc'ed string (NULL if it cannot be read). */
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)size + 1);
+  size_t got = fread(text, 1, (size_t)size, f);
+  text[got] = '\0';
+  fclose(f);
+  return text;
+}
+
+static int file_exists(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f)
+    fclose(f);
+  return f != NULL;
+}
+
+static void test_netcdf(void) {
+  ts_raster geom = {4, 3, 100.0, -50.0, 10.0, -9999.0, NULL};
+  double h[12], u[12];
+  for (int c = 0; c < 12; c++) {
+    h[c] = 0.25 * c;
+    u[c] = -c;
+  }
+  h[5] = NAN;
+  ts_out_var vars[2] = {{"h", "water depth", "m", h}, {"u", "velocity x", "m s-1", u}};
+  CHECK(ts_netcdf_write("io_out.nc", &geom, 600.0, 2, vars) == TS_OK, "NetCDF written: %s",
+        ts_error_message());
+  CHECK(!file_exists("io_out.nc.tmp"), "no NetCDF temporary file left");
+  int ncid, dim, var, format;
+  size_t length;
+  CHECK(nc_open("io_out.nc", NC_NOWRITE, &ncid) == NC_NOERR, "NetCDF re-opened with nc_open");
+  nc_inq_format(ncid, &format);
+  CHECK(format == NC_FORMAT_NETCDF4_CLASSIC, "format is NetCDF-4 classic model");
+  nc_inq_dimid(ncid, "x", &dim);
+  nc_inq_dimlen(ncid, dim, &length);
+  CHECK(length == 4, "dimension x = 4");
+  nc_inq_dimid(ncid, "y", &dim);
+  nc_inq_dimlen(ncid, dim, &length);
+  CHECK(length == 3, "dimension y = 3");
+  nc_inq_dimid(ncid, "time", &dim);
+  nc_inq_dimlen(ncid, dim, &length);
+  CHECK(length == 1, "dimension time = 1");
+  char text[64] = "";
+  nc_get_att_text(ncid, NC_GLOBAL, "Conventions", text);
+  CHECK(strcmp(text, "CF-1.8") == 0, "Conventions = CF-1.8");
+  double coordinate[4], time;
+  nc_inq_varid(ncid, "x", &var);
+  nc_get_var_double(ncid, var, coordinate);
+  CHECK(coordinate[0] == 105.0 && coordinate[3] == 135.0, "x holds cell centres 105 .. 135");
+  nc_inq_varid(ncid, "y", &var);
+  nc_get_var_double(ncid, var, coordinate);
+  CHECK(coordinate[0] == -45.0 && coordinate[2] == -25.0, "y holds cell centres, south first");
+  nc_inq_varid(ncid, "time", &var);
+  nc_get_var_double(ncid, var, &time);
+  CHECK(time == 600.0, "time = 600 s");
+  float h_read[12], fill = 0;
+  nc_inq_varid(ncid, "h", &var);
+  nc_get_var_float(ncid, var, h_read);
+  nc_get_att_float(ncid, var, "_FillValue", &fill);
+  memset(text, 0, sizeof text);
+  nc_get_att_text(ncid, var, "units", text);
+  CHECK(strcmp(text, "m") == 0, "h units m");
+  CHECK(h_read[2 + 2 * 4] == 2.5f, "h at (i=2, j=2) = 2.5");
+  CHECK(fill == NC_FILL_FLOAT && h_read[5] == fill, "NaN stored as _FillValue %g", fill);
+  nc_close(ncid);
+}
+
+static void test_vti(void) {
+  ts_raster geom = {4, 3, 100.0, -50.0, 10.0, -9999.0, NULL};
+  double h[12] = {0};
+  ts_out_var vars[1] = {{"h", "water depth", "m", h}};
+  CHECK(ts_vti_write("io_out.vti", &geom, 60.0, 1, vars) == TS_OK, "VTI written");
+  char *text = read_file("io_out.vti");
+  CHECK(text && strstr(text, "<VTKFile type=\"ImageData\""), "VTKFile ImageData element");
+  CHECK(text && strstr(text, "WholeExtent=\"0 4 0 3 0 0\""), "WholeExtent counts points");
+  CHECK(text && strstr(text, "Origin=\"100 -50 0\" Spacing=\"10 10 1\""), "Origin and Spacing");
+  CHECK(text && strstr(text, "Name=\"TimeValue\"") && strstr(text, ">60</DataArray>"),
+        "TimeValue field data");
+  CHECK(text && strstr(text, "<DataArray type=\"Float32\" Name=\"h\" format=\"binary\">"),
+        "Float32 binary cell array h");
+  /* 12 floats = 48 bytes: the UInt32 header 48 encodes as "MAAAAA==", 48 zero bytes as 64 'A'. */
+  char encoded[8 + 64 + 2] = "MAAAAA==";
+  memset(encoded + 8, 'A', 64);
+  strcpy(encoded + 72, "\n");
+  CHECK(text && strstr(text, encoded),
+        "base64 byte-count header and data");
+  free(text);
+}
+
+static void test_png(void) {
+  enum { NX = 50, NY = 30 };
+  ts_raster geom = {NX, NY, 0.0, 0.0, 5.0, -9999.0, NULL};
+  static double bed[NX * NY], depth[NX * NY];
+  for (int j = 0; j < NY; j++)
+    for (int i = 0; i < NX; i++) {
+      bed[i + j * NX] = 0.1 * i + 0.05 * j;
+      depth[i + j * NX] = i < 10 ? 3.0 : 0.0;
+    }
+  bed[(NX - 1) + (NY - 1) * NX] = NAN; /* north-east corner inactive */
+  CHECK(ts_png_write_depth("io_map.png", &geom, bed, depth, 1e-3, 4.0, "t = 600 s") == TS_OK,
+        "PNG written: %s", ts_error_message());
+  png_image image;
+  memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  CHECK(png_image_begin_read_from_file(&image, "io_map.png"), "PNG re-read with libpng");
+  /* 50 cells scaled 12x to 600 px, plus the colour bar panel (158 px). */
+  CHECK(image.width == 758 && image.height == 360, "PNG size %u x %u (758 x 360)", image.width,
+        image.height);
+  image.format = PNG_FORMAT_RGB;
+  unsigned char *rgb = malloc(PNG_IMAGE_SIZE(image));
+  CHECK(png_image_finish_read(&image, NULL, rgb, 0, NULL), "PNG pixels decoded");
+  const unsigned char *wet = rgb + 3 * (200 * image.width + 30);     /* cell (2, 13): wet */
+  const unsigned char *dry = rgb + 3 * (200 * image.width + 300);    /* cell (25, 13): dry */
+  const unsigned char *inactive = rgb + 3 * (5 * image.width + 595); /* north-east cell */
+  CHECK(wet[2] > wet[0] + 60, "wet cell is blue (%d %d %d)", wet[0], wet[1], wet[2]);
+  CHECK(dry[0] == dry[1] && dry[1] == dry[2] && dry[0] < 220, "dry cell is a grey shade (%d)",
+        dry[0]);
+  CHECK(inactive[0] == 232 && inactive[2] == 232, "inactive cell is light grey, north up");
+  free(rgb);
+
+  enum { WIDE = 500 };
+  static double wide_bed[WIDE * 4], wide_depth[WIDE * 4];
+  ts_raster wide = {WIDE, 4, 0.0, 0.0, 1.0, -9999.0, NULL};
+  CHECK(ts_png_write_depth("io_wide.png", &wide, wide_bed, wide_depth, 1e-3, 1.0, "wide") ==
+            TS_OK,
+        "PNG of a wide grid written");
+  memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  CHECK(png_image_begin_read_from_file(&image, "io_wide.png") && image.width == WIDE + 158,
+        "wide grid drawn at one pixel per cell (%u px)", image.width);
+  png_image_free(&image);
+}
+
+static void test_gauges(void) {
+  ts_raster geom = {10, 10, 0.0, 100.0, 10.0, -9999.0, NULL};
+  ts_gauges g;
+  write_file("io_gauges.csv", " id , x , y \r\nG1,5,105\n\nriver mouth, 99.5 ,199.9\n");
+  CHECK(ts_gauges_read("io_gauges.csv", &geom, &g) == TS_OK, "gauges read: %s",
+        ts_error_message());
+  CHECK(g.n == 2 && strcmp(g.id[1], "river mouth") == 0, "two gauges, ids trimmed");
+  CHECK(g.i[0] == 0 && g.j[0] == 0 && g.i[1] == 9 && g.j[1] == 9, "cell indices by floor");
+  ts_gauges_free(&g);
+
+  static const struct {
+    const char *text, *expected;
+  } cases[] = {
+      {"", "io_bad.csv:1: empty file"},
+      {"name,x,y\n", "io_bad.csv:1: expected header 'id,x,y'"},
+      {"id,x,y\n", "io_bad.csv:1: no gauges"},
+      {"id,x,y\nA,1,101\nB,2\n", "io_bad.csv:3: expected 3 columns (id,x,y), found 2"},
+      {"id,x,y\nA,1,101,7\n", "io_bad.csv:2: expected 3 columns"},
+      {"id,x,y\nA,1,abc\n", "io_bad.csv:2: gauge 'A': y 'abc' is not a finite number"},
+      {"id,x,y\nA,nan,101\n", "io_bad.csv:2: gauge 'A': x 'nan' is not a finite number"},
+      {"id,x,y\nA,1,101\n\nA,2,102\n", "io_bad.csv:4: duplicate gauge id 'A'"},
+      {"id,x,y\nA,1,101\nB,2,102\nG3,100,150\n", "io_bad.csv:4: gauge 'G3' at (100, 150)"},
+      {"id,x,y\nlow,5,99.9\n", "io_bad.csv:2: gauge 'low' at (5, 99.9) is outside"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    write_file("io_bad.csv", cases[k].text);
+    ts_status status = ts_gauges_read("io_bad.csv", &geom, &g);
+    CHECK(status == TS_ERR_INPUT && strstr(ts_error_message(), cases[k].expected) && g.n == 0,
+          "gauge error %zu: expected '%s', got '%s'", k, cases[k].expected, ts_error_message());
+  }
+  CHECK(ts_gauges_read("io_missing.csv", &geom, &g) == TS_ERR_IO, "missing gauge file");
+}
+
+static void test_series(void) {
+  int n;
+  double *t, *v;
+  write_file("io_series.csv", "t , q\n0, 10\n60,20.5\n\n120 ,0\n");
+  CHECK(ts_series_read("io_series.csv", &n, &t, &v) == TS_OK, "series with header read: %s",
+        ts_error_message());
+  CHECK(n == 3 && t[1] == 60 && v[1] == 20.5 && t[2] == 120 && v[2] == 0, "series values");
+  free(t);
+  free(v);
+  write_file("io_series.csv", "0,1\n");
+  CHECK(ts_series_read("io_series.csv", &n, &t, &v) == TS_OK && n == 1 && v[0] == 1,
+        "one row without header");
+  free(t);
+  free(v);
+  static const struct {
+    const char *text, *expected;
+  } cases[] = {
+      {"", "io_series.csv:1: no data rows"},
+      {"t,q\n", "io_series.csv:1: no data rows"},
+      {"t,q\n0,1\n0,2\n", "io_series.csv:3: time 0 is not greater than the previous time 0"},
+      {"0,1\n5,x\n", "io_series.csv:2: value 'x' is not a finite number"},
+      {"0,1\nt,2\n", "io_series.csv:2: time 't' is not a finite number"},
+      {"0,1\n1,2,3\n", "io_series.csv:2: expected 2 columns, found 3"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    write_file("io_series.csv", cases[k].text);
+    ts_status status = ts_series_read("io_series.csv", &n, &t, &v);
+    CHECK(status == TS_ERR_INPUT && strstr(ts_error_message(), cases[k].expected) && t == NULL,
+          "series error %zu: expected '%s', got '%s'", k, cases[k].expected, ts_error_message());
+  }
+}
+
+static void test_json(void) {
+  FILE *f = fopen("io_summary.json", "wb");
+  ts_json j;
+  ts_json_begin(&j, f);
+  ts_json_key(&j, "name");
+  ts_json_string(&j, "a \"b\"\\c\n\x01");
+  ts_json_key(&j, "numbers");
+  ts_json_array_begin(&j);
+  ts_json_number(&j, 0.1);
+  ts_json_number(&j, 1.0 / 3.0);
+  ts_json_number(&j, NAN);
+  ts_json_number(&j, -INFINITY);
+  ts_json_int(&j, -42);
+  ts_json_array_end(&j);
+  ts_json_key(&j, "nested");
+  ts_json_object_begin(&j);
+  ts_json_key(&j, "ok");
+  ts_json_bool(&j, 1);
+  ts_json_key(&j, "none");
+  ts_json_null(&j);
+  ts_json_key(&j, "empty");
+  ts_json_object_begin(&j);
+  ts_json_object_end(&j);
+  ts_json_object_end(&j);
+  ts_json_end(&j);
+  fclose(f);
+  const char *expected = "{\n"
+                         "  \"name\": \"a \\\"b\\\"\\\\c\\u000a\\u0001\",\n"
+                         "  \"numbers\": [\n"
+                         "    0.1,\n"
+                         "    0.3333333333333333,\n"
+                         "    null,\n"
+                         "    null,\n"
+                         "    -42\n"
+                         "  ],\n"
+                         "  \"nested\": {\n"
+                         "    \"ok\": true,\n"
+                         "    \"none\": null,\n"
+                         "    \"empty\": {}\n"
+                         "  }\n"
+                         "}\n";
+  char *text = read_file("io_summary.json");
+  CHECK(text && strcmp(text, expected) == 0, "JSON output:\n%s", text ? text : "(none)");
+  free(text);
+}
+
+static void test_temp_files(void) {
+  char tmp_path[256];
+  FILE *f = ts_open_temp("no_such_dir/out.txt", tmp_path, sizeof tmp_path);
+  CHECK(f == NULL && strstr(ts_error_message(), "no_such_dir/out.txt: cannot write"),
+        "temp file in a missing directory fails: %s", ts_error_message());
+  f = ts_open_temp("io_temp.txt", tmp_path, sizeof tmp_path);
+  CHECK(f && strcmp(tmp_path, "io_temp.txt.tmp") == 0, "temp name is path.tmp");
+  fputs("data\n", f);
+  CHECK(ts_commit_temp(f, tmp_path, "io_temp.txt") == TS_OK && file_exists("io_temp.txt") &&
+            !file_exists("io_temp.txt.tmp"),
+        "commit renames the temp file");
+  ts_raster geom = {2, 2, 0, 0, 1, -9999, NULL};
+  double h[4] = {0};
+  ts_out_var vars[1] = {{"h", "water depth", "m", h}};
+  CHECK(ts_netcdf_write("no_such_dir/out.nc", &geom, 0, 1, vars) == TS_ERR_IO,
+        "NetCDF into a missing directory: %s", ts_error_message());
+  CHECK(ts_vti_write("no_such_dir/out.vti", &geom, 0, 1, vars) == TS_ERR_IO,
+        "VTI into a missing directory fails");
+}
+
+int main(void) {
+  test_netcdf();
+  test_vti();
+  test_png();
+  test_gauges();
+  test_series();
+  test_json();
+  test_temp_files();
+  printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+  return failures ? 1 : 0;
+}
