@@ -126,7 +126,7 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
 
   int failed = 0;
   size_t rs = s->real_size;
-  void **reals[] = {&s->w, &s->hu, &s->hv, &s->w0, &s->hu0, &s->hv0, &s->u, &s->v, &s->char_speed, &s->speed_cap, &s->corner, &s->bed,
+  void **reals[] = {&s->w, &s->hu, &s->hv, &s->w_carry, &s->w0, &s->hu0, &s->hv0, &s->u, &s->v, &s->char_speed, &s->speed_cap, &s->corner, &s->bed,
                     &s->fx[0], &s->fx[1], &s->fx[2], &s->fy[0], &s->fy[1], &s->fy[2],
                     &s->src_x, &s->src_y, &s->drain};
   for (size_t k = 0; k < sizeof reals / sizeof reals[0]; k++)
@@ -183,7 +183,7 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
 void ts_swe_destroy(ts_swe *s) {
   if (!s)
     return;
-  void *arrays[] = {s->w, s->hu, s->hv, s->w0, s->hu0, s->hv0, s->u, s->v, s->char_speed, s->speed_cap, s->corner, s->bed, s->friction,
+  void *arrays[] = {s->w, s->hu, s->hv, s->w_carry, s->w0, s->hu0, s->hv0, s->u, s->v, s->char_speed, s->speed_cap, s->corner, s->bed, s->friction,
                     s->fx[0], s->fx[1], s->fx[2], s->fy[0], s->fy[1], s->fy[2], s->src_x,
                     s->src_y, s->drain, s->active, s->max_h, s->max_speed, s->arrival,
                     s->max_eta, s->tile_wet, s->tile_active, s->tile_list};
@@ -273,7 +273,7 @@ typedef struct swe_checkpoint_header {
 } swe_checkpoint_header;
 
 static size_t checkpoint_bytes(const ts_swe *s) {
-  return sizeof(swe_checkpoint_header) + (size_t)s->plane * (3 * s->real_size + 4 * sizeof(double));
+  return sizeof(swe_checkpoint_header) + (size_t)s->plane * (4 * s->real_size + 4 * sizeof(double));
 }
 
 ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes) {
@@ -290,8 +290,8 @@ ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes) {
   memcpy(p, &h, sizeof h);
   p += sizeof h;
   size_t rb = (size_t)s->plane * s->real_size, db = (size_t)s->plane * sizeof(double);
-  const void *reals[] = {s->w, s->hu, s->hv};
-  for (int k = 0; k < 3; k++, p += rb)
+  const void *reals[] = {s->w, s->hu, s->hv, s->w_carry};
+  for (int k = 0; k < 4; k++, p += rb)
     memcpy(p, reals[k], rb);
   const double *maxima[] = {s->max_h, s->max_speed, s->arrival, s->max_eta};
   for (int k = 0; k < 4; k++, p += db)
@@ -315,8 +315,8 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
     return ts_error(TS_ERR_INPUT, "checkpoint has the wrong size");
   const char *p = (const char *)blob + sizeof h;
   size_t rb = (size_t)s->plane * s->real_size, db = (size_t)s->plane * sizeof(double);
-  void *reals[] = {s->w, s->hu, s->hv};
-  for (int k = 0; k < 3; k++, p += rb)
+  void *reals[] = {s->w, s->hu, s->hv, s->w_carry};
+  for (int k = 0; k < 4; k++, p += rb)
     memcpy(reals[k], p, rb);
   double *maxima[] = {s->max_h, s->max_speed, s->arrival, s->max_eta};
   for (int k = 0; k < 4; k++, p += db)

@@ -23,6 +23,7 @@ struct ts_swe {
 
   /* Arrays of the working precision (ts_real), each `plane` elements. */
   void *w, *hu, *hv;        /* state: surface elevation and unit discharges */
+  void *w_carry;            /* low-order part of w lost to rounding (compensated summation) */
   void *w0, *hu0, *hv0;     /* state at the start of the step (RK2) */
   void *u, *v;              /* velocities of the state (desingularised hu/h, hv/h; 0 when dry) */
   void *char_speed;         /* |u| + 2 sqrt(g h) of the state */
