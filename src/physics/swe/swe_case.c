@@ -1,0 +1,832 @@
+/* Shallow-water case driver: configuration and input grids (all checked before anything is
+ * written), the output schedule, snapshots in each format, maxima, gauges, checkpoints with
+ * restart, the progress line and summary.json. */
+#define _POSIX_C_SOURCE 200809L
+#include "physics/swe/swe_case.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tessera/config.h"
+#include "tessera/io.h"
+#include "tessera/swe.h"
+
+#define TS_NFORMATS 4
+enum { FMT_ASC, FMT_NETCDF, FMT_VTK, FMT_PNG };
+static const char *const format_names[] = {"asc", "netcdf", "vtk", "png", NULL};
+static const char *const side_names[4] = {"west", "east", "south", "north"};
+
+/* Everything a run needs, read and checked before the first output. */
+typedef struct swe_case {
+  ts_config *cfg;
+  ts_swe_params params;
+  double t_end;
+  long max_steps;
+  ts_raster bed, h0, hu0, hv0, friction;
+  int has_h0, has_hu0, has_hv0, has_friction, has_surface;
+  ts_raster surface;
+  double *bc_t[4], *bc_q[4];
+  double *out_times;  /* sorted output times up to t_end */
+  int nout;
+  int formats[TS_NFORMATS];
+  ts_gauges gauges;
+  int has_gauges;
+  double gauge_interval, checkpoint_interval, png_depth_max;
+  int maxima;
+  char *out_dir;
+} swe_case;
+
+/* Gauge records: time, then h, surface, u, v per gauge. */
+typedef struct gauge_log {
+  double *rows;
+  size_t n, cap, width;
+} gauge_log;
+
+/* State of the time loop that a checkpoint must carry besides the solver. */
+typedef struct run_state {
+  int next_output;
+  double next_gauge, next_checkpoint;
+  double volume_initial;
+  int64_t nsnap_written;
+} run_state;
+
+/* ------------------------------------------------------------------ reading the case */
+
+static ts_status read_grid(const swe_case *k, const char *key, ts_raster *r, int *present) {
+  char *path = NULL;
+  *present = 0;
+  TS_CALL(ts_config_path(k->cfg, "swe", key, &path));
+  if (!path)
+    return TS_OK;
+  ts_status st = ts_asc_read(path, r);
+  if (st == TS_ERR_IO)
+    st = TS_ERR_INPUT; /* an input grid that cannot be read is bad input (exit code 2) */
+  if (st == TS_OK && k->bed.v && !ts_raster_same_geometry(&k->bed, r)) {
+    st = ts_error(TS_ERR_INPUT,
+                  "%s: grid %d x %d at (%g, %g), cell %g, differs from the bed grid %d x %d at "
+                  "(%g, %g), cell %g",
+                  path, r->ncols, r->nrows, r->xll, r->yll, r->cellsize, k->bed.ncols,
+                  k->bed.nrows, k->bed.xll, k->bed.yll, k->bed.cellsize);
+    ts_raster_free(r);
+  }
+  free(path);
+  if (st == TS_OK)
+    *present = 1;
+  return st;
+}
+
+/* Checks a grid of depths: no NaN, no negative value on active cells. The line is that of the
+ * row in a file written one row per line (the ESRI layout). */
+static ts_status check_depths(const swe_case *k, const char *key, const ts_raster *r, int nodata_dry) {
+  for (int j = r->nrows - 1; j >= 0; j--) {
+    for (int i = 0; i < r->ncols; i++) {
+      double v = r->v[i + (size_t)j * r->ncols];
+      if (ts_raster_is_nodata(&k->bed, k->bed.v[i + (size_t)j * r->ncols]))
+        continue;
+      if (ts_raster_is_nodata(r, v) && nodata_dry)
+        continue;
+      if (!(v >= 0) || ts_raster_is_nodata(r, v)) {
+        char *path = NULL;
+        TS_CALL(ts_config_path(k->cfg, "swe", key, &path));
+        ts_status st = ts_error(TS_ERR_INPUT, "%s:%d: %s depth %g at column %d of the row",
+                                path, 7 + (r->nrows - 1 - j),
+                                ts_raster_is_nodata(r, v) ? "missing" : "negative", v, i + 1);
+        free(path);
+        return st;
+      }
+    }
+  }
+  return TS_OK;
+}
+
+static ts_status read_friction(swe_case *k) {
+  int manning = ts_config_has(k->cfg, "swe", "manning");
+  int chezy = ts_config_has(k->cfg, "swe", "chezy");
+  if (manning && chezy)
+    return ts_config_error(k->cfg, "swe", "chezy", "give either manning or chezy, not both");
+  if (!manning && !chezy)
+    return TS_OK;
+  const char *key = manning ? "manning" : "chezy";
+  k->params.friction = manning ? TS_FRICTION_MANNING : TS_FRICTION_CHEZY;
+  if (ts_config_is_number(k->cfg, "swe", key)) {
+    TS_CALL(ts_config_double(k->cfg, "swe", key, 0, &k->params.friction_value));
+    if (k->params.friction_value < 0)
+      return ts_config_error(k->cfg, "swe", key, "must be >= 0");
+    return TS_OK;
+  }
+  TS_CALL(read_grid(k, key, &k->friction, &k->has_friction));
+  for (int c = 0; c < k->friction.ncols * k->friction.nrows; c++) {
+    if (ts_raster_is_nodata(&k->bed, k->bed.v[c]))
+      continue;
+    if (!(k->friction.v[c] >= 0) || ts_raster_is_nodata(&k->friction, k->friction.v[c]))
+      return ts_config_error(k->cfg, "swe", key,
+                             "the grid holds a missing or negative coefficient at cell %d", c);
+  }
+  return TS_OK;
+}
+
+static ts_status read_boundaries(swe_case *k) {
+  static const char *const types[] = {"wall", "outflow", "level", "inflow", NULL};
+  for (int side = 0; side < 4; side++) {
+    int type;
+    char key[32];
+    TS_CALL(ts_config_choice(k->cfg, "boundary", side_names[side], 0, types, &type));
+    ts_swe_bc *bc = &k->params.bc[side];
+    bc->type = (ts_bc_type)type;
+    snprintf(key, sizeof key, "%s_level", side_names[side]);
+    if (bc->type == TS_BC_LEVEL) {
+      if (!ts_config_has(k->cfg, "boundary", key))
+        return ts_config_error(k->cfg, "boundary", side_names[side],
+                               "a level boundary needs [boundary] %s", key);
+      TS_CALL(ts_config_double(k->cfg, "boundary", key, 0, &bc->level));
+    } else if (ts_config_has(k->cfg, "boundary", key)) {
+      return ts_config_error(k->cfg, "boundary", key, "%s is not a level boundary",
+                             side_names[side]);
+    }
+    snprintf(key, sizeof key, "%s_hydrograph", side_names[side]);
+    if (bc->type == TS_BC_INFLOW) {
+      char *path = NULL;
+      TS_CALL(ts_config_path(k->cfg, "boundary", key, &path));
+      if (!path)
+        return ts_config_error(k->cfg, "boundary", side_names[side],
+                               "an inflow boundary needs [boundary] %s", key);
+      ts_status st = ts_series_read(path, &bc->npoints, &k->bc_t[side], &k->bc_q[side]);
+      free(path);
+      TS_CALL(st);
+      bc->t = k->bc_t[side];
+      bc->q = k->bc_q[side];
+    } else if (ts_config_has(k->cfg, "boundary", key)) {
+      return ts_config_error(k->cfg, "boundary", key, "%s is not an inflow boundary",
+                             side_names[side]);
+    }
+  }
+  return TS_OK;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Output times: the listed times and the multiples of the interval up to t_end (times after
+ * t_end are dropped, so --set time.end shortens a run), and t_end itself. */
+static ts_status read_output_times(swe_case *k) {
+  int n = 0;
+  double *times = NULL, interval = 0;
+  TS_CALL(ts_config_double_list(k->cfg, "output", "times", &n, &times));
+  TS_CALL(ts_config_double(k->cfg, "output", "interval", 0, &interval));
+  for (int i = 0; i < n; i++)
+    if (!(times[i] > 0)) {
+      free(times);
+      return ts_config_error(k->cfg, "output", "times", "output times must be positive");
+    }
+  if (ts_config_has(k->cfg, "output", "interval") && !(interval > 0)) {
+    free(times);
+    return ts_config_error(k->cfg, "output", "interval", "must be positive");
+  }
+  long nint = interval > 0 ? (long)floor(k->t_end / interval + 1e-9) : 0;
+  if (nint > 100000) {
+    free(times);
+    return ts_config_error(k->cfg, "output", "interval", "gives %ld outputs (at most 100000)",
+                           nint);
+  }
+  k->out_times = malloc(sizeof(double) * (size_t)(n + nint + 1));
+  if (!k->out_times) {
+    free(times);
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  }
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (times[i] <= k->t_end)
+      k->out_times[m++] = times[i];
+  for (long i = 1; i <= nint; i++)
+    k->out_times[m++] = fmin(i * interval, k->t_end);
+  k->out_times[m++] = k->t_end;
+  free(times);
+  qsort(k->out_times, (size_t)m, sizeof(double), compare_doubles);
+  int u = 0;
+  for (int i = 0; i < m; i++)
+    if (u == 0 || k->out_times[i] != k->out_times[u - 1])
+      k->out_times[u++] = k->out_times[i];
+  k->nout = u;
+  return TS_OK;
+}
+
+static ts_status read_formats(swe_case *k) {
+  const char *value;
+  TS_CALL(ts_config_string(k->cfg, "output", "formats", "asc, png", &value));
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", value);
+  memset(k->formats, 0, sizeof k->formats);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+    int found = -1;
+    for (int f = 0; format_names[f]; f++)
+      if (strcmp(tok, format_names[f]) == 0)
+        found = f;
+    if (found < 0)
+      return ts_config_error(k->cfg, "output", "formats",
+                             "unknown format '%s' (choose from asc, netcdf, vtk, png)", tok);
+    k->formats[found] = 1;
+  }
+  return TS_OK;
+}
+
+/* Creates the output directory (and parents) and checks that a file can be written in it. */
+static ts_status prepare_out_dir(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", dir);
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return ts_error(TS_ERR_INPUT, "%s: cannot create the output directory: %s", path,
+                      strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(path, 0777) != 0 && errno != EEXIST)
+    return ts_error(TS_ERR_INPUT, "%s: cannot create the output directory: %s", dir,
+                    strerror(errno));
+  struct stat sb;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return ts_error(TS_ERR_INPUT, "%s: the output directory is not a directory", dir);
+  snprintf(path, sizeof path, "%s/.tessera_write_probe", dir);
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return ts_error(TS_ERR_INPUT, "%s: the output directory is not writable: %s", dir,
+                    strerror(errno));
+  fclose(f);
+  remove(path);
+  return TS_OK;
+}
+
+static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
+  TS_CALL(ts_config_load(&k->cfg, opt->case_path));
+  for (int i = 0; i < opt->noverrides; i++)
+    TS_CALL(ts_config_set(k->cfg, opt->overrides[i]));
+  static const char *const models[] = {"swe", NULL};
+  int model;
+  if (!ts_config_has(k->cfg, "model", "type"))
+    return ts_error(TS_ERR_INPUT, "%s: [model] type is required (type = swe)", opt->case_path);
+  TS_CALL(ts_config_choice(k->cfg, "model", "type", 0, models, &model));
+
+  if (!ts_config_has(k->cfg, "time", "end"))
+    return ts_error(TS_ERR_INPUT, "%s: [time] end is required", opt->case_path);
+  TS_CALL(ts_config_double(k->cfg, "time", "end", 0, &k->t_end));
+  if (!(k->t_end > 0))
+    return ts_config_error(k->cfg, "time", "end", "must be positive");
+  ts_swe_params_default(&k->params);
+  TS_CALL(ts_config_double(k->cfg, "time", "cfl", 0.25, &k->params.cfl));
+  if (!(k->params.cfl > 0 && k->params.cfl <= 0.5))
+    return ts_config_error(k->cfg, "time", "cfl", "must be in (0, 0.5]");
+  static const char *const integrators[] = {"euler", "rk2", NULL};
+  int integrator;
+  TS_CALL(ts_config_choice(k->cfg, "time", "integrator", 1, integrators, &integrator));
+  k->params.rk_order = integrator + 1;
+  TS_CALL(ts_config_int(k->cfg, "time", "max_steps", 0, &k->max_steps));
+  if (k->max_steps < 0)
+    return ts_config_error(k->cfg, "time", "max_steps", "must be >= 0");
+
+  static const char *const precisions[] = {"float", "double", NULL};
+  int precision;
+  TS_CALL(ts_config_choice(k->cfg, "swe", "precision", 0, precisions, &precision));
+  k->params.precision = precision ? TS_DOUBLE : TS_FLOAT;
+  TS_CALL(ts_config_double(k->cfg, "swe", "gravity", 9.81, &k->params.gravity));
+  if (!(k->params.gravity > 0))
+    return ts_config_error(k->cfg, "swe", "gravity", "must be positive");
+  TS_CALL(ts_config_double(k->cfg, "swe", "theta", 1.3, &k->params.theta));
+  if (!(k->params.theta >= 1 && k->params.theta <= 2))
+    return ts_config_error(k->cfg, "swe", "theta", "must be in [1, 2]");
+  TS_CALL(ts_config_double(k->cfg, "swe", "dry_depth", 1e-4, &k->params.dry_depth));
+  if (!(k->params.dry_depth > 0))
+    return ts_config_error(k->cfg, "swe", "dry_depth", "must be positive");
+  TS_CALL(ts_config_double(k->cfg, "swe", "arrival_depth", 0.01, &k->params.arrival_depth));
+  if (!(k->params.arrival_depth > 0))
+    return ts_config_error(k->cfg, "swe", "arrival_depth", "must be positive");
+  long tile;
+  TS_CALL(ts_config_int(k->cfg, "swe", "tile_size", 32, &tile));
+  if (tile < 2 || tile > 4096)
+    return ts_config_error(k->cfg, "swe", "tile_size", "must be in [2, 4096]");
+  k->params.tile_size = (int)tile;
+
+  int has_bed;
+  if (!ts_config_has(k->cfg, "swe", "bed"))
+    return ts_error(TS_ERR_INPUT, "%s: [swe] bed is required", opt->case_path);
+  TS_CALL(read_grid(k, "bed", &k->bed, &has_bed));
+  if (ts_config_has(k->cfg, "swe", "initial_surface") &&
+      ts_config_has(k->cfg, "swe", "initial_depth"))
+    return ts_config_error(k->cfg, "swe", "initial_depth",
+                           "give either initial_surface or initial_depth, not both");
+  TS_CALL(read_grid(k, "initial_surface", &k->surface, &k->has_surface));
+  TS_CALL(read_grid(k, "initial_depth", &k->h0, &k->has_h0));
+  if (k->has_h0)
+    TS_CALL(check_depths(k, "initial_depth", &k->h0, 0));
+  TS_CALL(read_grid(k, "initial_hu", &k->hu0, &k->has_hu0));
+  TS_CALL(read_grid(k, "initial_hv", &k->hv0, &k->has_hv0));
+  TS_CALL(read_friction(k));
+  TS_CALL(read_boundaries(k));
+
+  TS_CALL(read_output_times(k));
+  TS_CALL(read_formats(k));
+  char *gauges = NULL;
+  TS_CALL(ts_config_path(k->cfg, "output", "gauges", &gauges));
+  if (gauges) {
+    ts_status st = ts_gauges_read(gauges, &k->bed, &k->gauges);
+    free(gauges);
+    TS_CALL(st);
+    k->has_gauges = 1;
+    for (int g = 0; g < k->gauges.n; g++)
+      if (ts_raster_is_nodata(&k->bed, k->bed.v[k->gauges.i[g] + (size_t)k->gauges.j[g] * k->bed.ncols]))
+        return ts_config_error(k->cfg, "output", "gauges", "gauge %s lies on a NODATA cell",
+                               k->gauges.id[g]);
+  }
+  TS_CALL(ts_config_double(k->cfg, "output", "gauge_interval", 0, &k->gauge_interval));
+  TS_CALL(ts_config_double(k->cfg, "output", "checkpoint_interval", 0, &k->checkpoint_interval));
+  TS_CALL(ts_config_double(k->cfg, "output", "png_depth_max", 0, &k->png_depth_max));
+  if (k->gauge_interval < 0 || k->checkpoint_interval < 0 || k->png_depth_max < 0)
+    return ts_error(TS_ERR_INPUT, "%s: [output] intervals and png_depth_max must be >= 0",
+                    opt->case_path);
+  static const char *const onoff[] = {"off", "on", NULL};
+  TS_CALL(ts_config_choice(k->cfg, "output", "maxima", 1, onoff, &k->maxima));
+
+  if (opt->out_dir) {
+    k->out_dir = strdup(opt->out_dir);
+  } else {
+    TS_CALL(ts_config_path(k->cfg, "output", "dir", &k->out_dir));
+    if (!k->out_dir) {
+      const char *file = ts_config_file(k->cfg);
+      const char *slash = strrchr(file, '/');
+      size_t n = slash ? (size_t)(slash - file + 1) : 0;
+      k->out_dir = malloc(n + 4);
+      if (k->out_dir)
+        snprintf(k->out_dir, n + 4, "%.*sout", (int)n, file);
+    }
+  }
+  if (!k->out_dir)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  return TS_OK;
+}
+
+static void free_case(swe_case *k) {
+  ts_config_free(k->cfg);
+  ts_raster *grids[] = {&k->bed, &k->h0, &k->hu0, &k->hv0, &k->friction, &k->surface};
+  for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++)
+    ts_raster_free(grids[g]);
+  for (int side = 0; side < 4; side++) {
+    free(k->bc_t[side]);
+    free(k->bc_q[side]);
+  }
+  free(k->out_times);
+  if (k->has_gauges)
+    ts_gauges_free(&k->gauges);
+  free(k->out_dir);
+}
+
+/* ------------------------------------------------------------------ outputs */
+
+/* "t000600" for whole seconds, "t000600.250" otherwise. */
+static void time_tag(double t, char *out, size_t size) {
+  if (t == floor(t) && t < 1e9)
+    snprintf(out, size, "t%06.0f", t);
+  else
+    snprintf(out, size, "t%010.3f", t);
+}
+
+static ts_status write_grid(const swe_case *k, const char *dir, const char *name,
+                            const double *values, char *rel, size_t relsize) {
+  ts_raster r = k->bed;
+  r.v = (double *)values;
+  snprintf(rel, relsize, "%s", name);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return ts_asc_write(path, &r, k->params.precision == TS_DOUBLE ? 17 : 9);
+}
+
+/* Grid of a variable with NaN (inactive or missing) replaced by the bed's NODATA value. */
+static void to_nodata(const swe_case *k, double *v) {
+  size_t n = (size_t)k->bed.ncols * k->bed.nrows;
+  for (size_t c = 0; c < n; c++)
+    if (isnan(v[c]))
+      v[c] = k->bed.nodata;
+}
+
+typedef struct snapshot_files {
+  double time;
+  char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], png[64];
+} snapshot_files;
+
+static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, double **work,
+                                snapshot_files *files) {
+  char tag[32], name[64];
+  time_tag(t, tag, sizeof tag);
+  memset(files, 0, sizeof *files);
+  files->time = t;
+  ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
+  for (int v = 0; v < 5; v++)
+    TS_CALL(ts_swe_get(s, vars[v], work[v]));
+  if (k->formats[FMT_PNG]) {
+    double depth_max = k->png_depth_max;
+    if (!(depth_max > 0)) {
+      size_t n = (size_t)k->bed.ncols * k->bed.nrows;
+      for (size_t c = 0; c < n; c++)
+        if (work[0][c] > depth_max)
+          depth_max = work[0][c];
+      depth_max = depth_max > 0 ? depth_max : 1.0;
+    }
+    char title[64], path[4096];
+    snprintf(title, sizeof title, "t = %g s", t);
+    snprintf(files->png, sizeof files->png, "depth_%s.png", tag);
+    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->png);
+    TS_CALL(ts_png_write_depth(path, &k->bed, work[4], work[0], k->params.dry_depth, depth_max,
+                               title));
+  }
+  ts_out_var out[5] = {{"h", "water depth", "m", work[0]},
+                       {"hu", "unit discharge along x", "m2 s-1", work[1]},
+                       {"hv", "unit discharge along y", "m2 s-1", work[2]},
+                       {"eta", "water surface elevation", "m", work[3]},
+                       {"bed", "bed elevation", "m", work[4]}};
+  char path[4096];
+  if (k->formats[FMT_NETCDF]) {
+    snprintf(files->netcdf, sizeof files->netcdf, "swe_%s.nc", tag);
+    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->netcdf);
+    TS_CALL(ts_netcdf_write(path, &k->bed, t, 5, out));
+  }
+  if (k->formats[FMT_VTK]) {
+    snprintf(files->vtk, sizeof files->vtk, "swe_%s.vti", tag);
+    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtk);
+    TS_CALL(ts_vti_write(path, &k->bed, t, 5, out));
+  }
+  if (k->formats[FMT_ASC]) {
+    char *rel[4] = {files->h, files->hu, files->hv, files->eta};
+    const char *names[4] = {"h", "hu", "hv", "eta"};
+    for (int v = 0; v < 4; v++) {
+      to_nodata(k, work[v]);
+      snprintf(name, sizeof name, "%s_%s.asc", names[v], tag);
+      TS_CALL(write_grid(k, k->out_dir, name, work[v], rel[v], 64));
+    }
+  }
+  return TS_OK;
+}
+
+static ts_status record_gauges(const swe_case *k, const ts_swe *s, gauge_log *log) {
+  if (log->n == log->cap) {
+    size_t cap = log->cap ? 2 * log->cap : 1024;
+    double *rows = realloc(log->rows, sizeof(double) * cap * log->width);
+    if (!rows)
+      return ts_error(TS_ERR_NOMEM, "out of memory for gauge records");
+    log->rows = rows;
+    log->cap = cap;
+  }
+  double *row = log->rows + log->n * log->width;
+  row[0] = ts_swe_time(s);
+  for (int g = 0; g < k->gauges.n; g++) {
+    int i = k->gauges.i[g], j = k->gauges.j[g];
+    row[1 + 4 * g] = ts_swe_get_cell(s, TS_SWE_H, i, j);
+    row[2 + 4 * g] = ts_swe_get_cell(s, TS_SWE_ETA, i, j);
+    row[3 + 4 * g] = ts_swe_get_cell(s, TS_SWE_U, i, j);
+    row[4 + 4 * g] = ts_swe_get_cell(s, TS_SWE_V, i, j);
+  }
+  log->n++;
+  return TS_OK;
+}
+
+static ts_status write_gauges(const swe_case *k, const gauge_log *log) {
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/gauges.csv", k->out_dir);
+  FILE *f = ts_open_temp(path, tmp, sizeof tmp);
+  if (!f)
+    return ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+  fprintf(f, "time,id,h,surface,u,v\n");
+  for (size_t r = 0; r < log->n; r++) {
+    const double *row = log->rows + r * log->width;
+    for (int g = 0; g < k->gauges.n; g++)
+      fprintf(f, "%.9g,%s,%.9g,%.9g,%.9g,%.9g\n", row[0], k->gauges.id[g], row[1 + 4 * g],
+              row[2 + 4 * g], row[3 + 4 * g], row[4 + 4 * g]);
+  }
+  return ts_commit_temp(f, tmp, path);
+}
+
+static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work,
+                              char rel[4][64]) {
+  ts_swe_var vars[4] = {TS_SWE_MAX_H, TS_SWE_MAX_SPEED, TS_SWE_ARRIVAL, TS_SWE_MAX_ETA};
+  const char *names[4] = {"max_h.asc", "max_speed.asc", "arrival.asc", "max_eta.asc"};
+  for (int v = 0; v < 4; v++) {
+    TS_CALL(ts_swe_get(s, vars[v], work));
+    to_nodata(k, work);
+    TS_CALL(write_grid(k, k->out_dir, names[v], work, rel[v], 64));
+  }
+  return TS_OK;
+}
+
+/* ------------------------------------------------------------------ checkpoints */
+
+static const char checkpoint_magic[16] = "TESSERA-CKPT-01";
+
+static ts_status write_checkpoint(const swe_case *k, const ts_swe *s, const run_state *rs,
+                                  const gauge_log *log, double tag_time, char *rel,
+                                  size_t relsize) {
+  char tag[32], path[4096], tmp[4200];
+  time_tag(tag_time, tag, sizeof tag);
+  snprintf(rel, relsize, "checkpoint_%s.tsc", tag);
+  snprintf(path, sizeof path, "%s/%s", k->out_dir, rel);
+  size_t bytes;
+  TS_CALL(ts_swe_checkpoint_size(s, &bytes));
+  void *blob = malloc(bytes);
+  if (!blob)
+    return ts_error(TS_ERR_NOMEM, "out of memory for a checkpoint");
+  ts_status st = ts_swe_checkpoint_save(s, blob, bytes);
+  FILE *f = st == TS_OK ? ts_open_temp(path, tmp, sizeof tmp) : NULL;
+  if (st == TS_OK && !f)
+    st = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+  if (st == TS_OK) {
+    uint64_t nrows = log->n, width = log->width;
+    fwrite(checkpoint_magic, 1, sizeof checkpoint_magic, f);
+    fwrite(rs, sizeof *rs, 1, f);
+    fwrite(&nrows, sizeof nrows, 1, f);
+    fwrite(&width, sizeof width, 1, f);
+    if (nrows)
+      fwrite(log->rows, sizeof(double), nrows * width, f);
+    uint64_t b = bytes;
+    fwrite(&b, sizeof b, 1, f);
+    fwrite(blob, 1, bytes, f);
+    st = ts_commit_temp(f, tmp, path);
+  }
+  free(blob);
+  return st;
+}
+
+static ts_status read_checkpoint(const char *path, ts_swe *s, run_state *rs, gauge_log *log) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return ts_error(TS_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+  char magic[16];
+  uint64_t nrows = 0, width = 0, bytes = 0;
+  ts_status st = TS_OK;
+  if (fread(magic, 1, sizeof magic, f) != sizeof magic ||
+      memcmp(magic, checkpoint_magic, sizeof magic) != 0)
+    st = ts_error(TS_ERR_INPUT, "%s: not a Tessera checkpoint", path);
+  if (st == TS_OK && (fread(rs, sizeof *rs, 1, f) != 1 || fread(&nrows, sizeof nrows, 1, f) != 1 ||
+                      fread(&width, sizeof width, 1, f) != 1))
+    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
+  if (st == TS_OK && width != log->width)
+    st = ts_error(TS_ERR_INPUT, "%s: checkpoint has %llu gauge columns, this case %zu", path,
+                  (unsigned long long)width, log->width);
+  if (st == TS_OK && nrows > (1ull << 32))
+    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is corrupt", path);
+  if (st == TS_OK && nrows) {
+    log->rows = malloc(sizeof(double) * nrows * width);
+    if (!log->rows || fread(log->rows, sizeof(double), nrows * width, f) != nrows * width)
+      st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
+    log->n = log->cap = nrows;
+  }
+  if (st == TS_OK && (fread(&bytes, sizeof bytes, 1, f) != 1 || bytes > ((uint64_t)1 << 40)))
+    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
+  void *blob = st == TS_OK ? malloc(bytes ? bytes : 1) : NULL;
+  if (st == TS_OK && (!blob || fread(blob, 1, bytes, f) != bytes))
+    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
+  if (st == TS_OK) {
+    st = ts_swe_checkpoint_load(s, blob, bytes);
+    if (st != TS_OK)
+      st = ts_error(TS_ERR_INPUT, "%s: %s", path, ts_error_message());
+  }
+  free(blob);
+  fclose(f);
+  return st;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+static double wall_now(void) { return omp_get_wtime(); }
+
+static void progress_line(FILE *out, int tty, const ts_swe *s, double t_end, double dt,
+                          double wall, double cells_steps) {
+  double t = ts_swe_time(s);
+  double rate = wall > 0 ? cells_steps / wall / 1e6 : 0;
+  double eta = t > 0 ? wall * (t_end - t) / t : 0;
+  fprintf(out, "%st = %.1f/%g s  steps %lld  dt %.3g s  wall %.1f s  %.1f Mcells/s  ETA %.0f s%s",
+          tty ? "\r" : "", t, t_end, (long long)ts_swe_steps(s), dt, wall, rate, eta,
+          tty ? "   " : "\n");
+  fflush(out);
+}
+
+static void write_summary_snapshots(ts_json *j, const snapshot_files *snaps, int n) {
+  ts_json_key(j, "snapshots");
+  ts_json_array_begin(j);
+  for (int i = 0; i < n; i++) {
+    ts_json_object_begin(j);
+    ts_json_key(j, "time");
+    ts_json_number(j, snaps[i].time);
+    ts_json_key(j, "files");
+    ts_json_object_begin(j);
+    const char *keys[7] = {"h", "hu", "hv", "eta", "netcdf", "vtk", "png"};
+    const char *vals[7] = {snaps[i].h, snaps[i].hu, snaps[i].hv, snaps[i].eta,
+                           snaps[i].netcdf, snaps[i].vtk, snaps[i].png};
+    for (int f = 0; f < 7; f++) {
+      if (!vals[f][0])
+        continue;
+      ts_json_key(j, keys[f]);
+      ts_json_string(j, vals[f]);
+    }
+    ts_json_object_end(j);
+    ts_json_object_end(j);
+  }
+  ts_json_array_end(j);
+}
+
+typedef struct run_totals {
+  double wall, dt_min, dt_max, cells_steps;
+  int64_t steps_run;
+} run_totals;
+
+static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_case_options *opt,
+                               const run_state *rs, const run_totals *tot,
+                               const snapshot_files *snaps, int nsnaps, char maxima[4][64],
+                               char (*checkpoints)[64], int nckpt) {
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/summary.json", k->out_dir);
+  FILE *f = ts_open_temp(path, tmp, sizeof tmp);
+  if (!f)
+    return ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+  ts_json j;
+  ts_json_begin(&j, f);
+  double v_final = ts_swe_volume(s);
+  int tx, ty;
+  int64_t active_tiles;
+  ts_swe_tiles(s, &tx, &ty, &active_tiles);
+  ts_json_key(&j, "model"), ts_json_string(&j, "swe");
+  ts_json_key(&j, "version"), ts_json_string(&j, TESSERA_VERSION);
+  ts_json_key(&j, "case"), ts_json_string(&j, opt->case_path);
+  ts_json_key(&j, "backend"), ts_json_string(&j, "cpu");
+  ts_json_key(&j, "precision"), ts_json_string(&j, ts_precision_name(k->params.precision));
+  ts_json_key(&j, "threads"), ts_json_int(&j, omp_get_max_threads());
+  ts_json_key(&j, "cells"), ts_json_int(&j, (long long)k->bed.ncols * k->bed.nrows);
+  ts_json_key(&j, "active_cells"), ts_json_int(&j, ts_swe_active_cells(s));
+  ts_json_key(&j, "grid");
+  ts_json_object_begin(&j);
+  ts_json_key(&j, "ncols"), ts_json_int(&j, k->bed.ncols);
+  ts_json_key(&j, "nrows"), ts_json_int(&j, k->bed.nrows);
+  ts_json_key(&j, "xllcorner"), ts_json_number(&j, k->bed.xll);
+  ts_json_key(&j, "yllcorner"), ts_json_number(&j, k->bed.yll);
+  ts_json_key(&j, "cellsize"), ts_json_number(&j, k->bed.cellsize);
+  ts_json_object_end(&j);
+  ts_json_key(&j, "steps"), ts_json_int(&j, ts_swe_steps(s));
+  ts_json_key(&j, "t_end"), ts_json_number(&j, ts_swe_time(s));
+  ts_json_key(&j, "wall_s"), ts_json_number(&j, tot->wall);
+  ts_json_key(&j, "mcells_per_s");
+  ts_json_number(&j, tot->wall > 0 ? tot->cells_steps / tot->wall / 1e6 : 0);
+  ts_json_key(&j, "dt_min"), ts_json_number(&j, tot->dt_min);
+  ts_json_key(&j, "dt_max"), ts_json_number(&j, tot->dt_max);
+  ts_json_key(&j, "mass_initial"), ts_json_number(&j, rs->volume_initial);
+  ts_json_key(&j, "mass_final"), ts_json_number(&j, v_final);
+  ts_json_key(&j, "mass_rel_error");
+  ts_json_number(&j, rs->volume_initial > 0 ? (v_final - rs->volume_initial) / rs->volume_initial : 0);
+  ts_json_key(&j, "wet_cells"), ts_json_int(&j, ts_swe_wet_cells(s));
+  ts_json_key(&j, "tiles"), ts_json_int(&j, (long long)tx * ty);
+  ts_json_key(&j, "active_tiles"), ts_json_int(&j, active_tiles);
+  ts_json_key(&j, "restart_from");
+  if (opt->restart)
+    ts_json_string(&j, opt->restart);
+  else
+    ts_json_null(&j);
+  write_summary_snapshots(&j, snaps, nsnaps);
+  ts_json_key(&j, "maxima");
+  if (k->maxima) {
+    ts_json_object_begin(&j);
+    const char *keys[4] = {"h", "speed", "arrival", "eta"};
+    for (int m = 0; m < 4; m++) {
+      ts_json_key(&j, keys[m]);
+      ts_json_string(&j, maxima[m]);
+    }
+    ts_json_object_end(&j);
+  } else {
+    ts_json_null(&j);
+  }
+  ts_json_key(&j, "gauges");
+  if (k->has_gauges)
+    ts_json_string(&j, "gauges.csv");
+  else
+    ts_json_null(&j);
+  ts_json_key(&j, "checkpoints");
+  ts_json_array_begin(&j);
+  for (int c = 0; c < nckpt; c++)
+    ts_json_string(&j, checkpoints[c]);
+  ts_json_array_end(&j);
+  ts_json_end(&j);
+  return ts_commit_temp(f, tmp, path);
+}
+
+static ts_status run_case(swe_case *k, const ts_swe_case_options *opt, ts_swe *s) {
+  size_t ncells = (size_t)k->bed.ncols * k->bed.nrows;
+  double *work[5] = {0};
+  snapshot_files *snaps = calloc((size_t)k->nout, sizeof *snaps);
+  gauge_log log = {.width = 1 + 4 * (size_t)(k->has_gauges ? k->gauges.n : 0)};
+  int max_ckpt = k->checkpoint_interval > 0 ? (int)fmin(k->t_end / k->checkpoint_interval + 2, 1e6) : 0;
+  char(*checkpoints)[64] = calloc((size_t)max_ckpt + 1, 64);
+  ts_status st = snaps && checkpoints ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
+  for (int v = 0; v < 5 && st == TS_OK; v++)
+    if (!(work[v] = malloc(sizeof(double) * ncells)))
+      st = ts_error(TS_ERR_NOMEM, "out of memory");
+  run_state rs = {.next_output = 0,
+                  .next_gauge = 0,
+                  .next_checkpoint = k->checkpoint_interval,
+                  .volume_initial = ts_swe_volume(s)};
+  if (st == TS_OK && opt->restart)
+    st = read_checkpoint(opt->restart, s, &rs, &log);
+  if (st == TS_OK && k->has_gauges && !opt->restart)
+    st = record_gauges(k, s, &log);
+  if (st == TS_OK && k->has_gauges && !opt->restart)
+    rs.next_gauge = k->gauge_interval;
+  run_totals tot = {.dt_min = INFINITY, .dt_max = 0};
+  int nsnaps = 0, nckpt = 0;
+  int tty = isatty(fileno(opt->progress));
+  double start = wall_now(), last_print = start;
+  int64_t active = ts_swe_active_cells(s);
+  while (st == TS_OK && ts_swe_time(s) < k->t_end &&
+         (k->max_steps == 0 || ts_swe_steps(s) < k->max_steps)) {
+    double t = ts_swe_time(s), dt;
+    double target = rs.next_output < k->nout ? k->out_times[rs.next_output] : k->t_end;
+    st = ts_swe_step(s, target - t, &dt);
+    if (st != TS_OK)
+      break;
+    tot.steps_run++;
+    tot.cells_steps += (double)active;
+    tot.dt_min = fmin(tot.dt_min, dt);
+    tot.dt_max = fmax(tot.dt_max, dt);
+    t = ts_swe_time(s);
+    if (k->has_gauges && t >= rs.next_gauge) {
+      st = record_gauges(k, s, &log);
+      rs.next_gauge = k->gauge_interval > 0 ? rs.next_gauge + k->gauge_interval * ceil((t - rs.next_gauge) / k->gauge_interval + 1e-12) : t;
+      if (rs.next_gauge <= t)
+        rs.next_gauge = t + (k->gauge_interval > 0 ? k->gauge_interval : 0);
+    }
+    while (st == TS_OK && rs.next_output < k->nout && t >= k->out_times[rs.next_output]) {
+      st = write_snapshot(k, s, k->out_times[rs.next_output], work, &snaps[nsnaps]);
+      nsnaps++;
+      rs.next_output++;
+    }
+    if (st == TS_OK && k->checkpoint_interval > 0 && t >= rs.next_checkpoint && t < k->t_end) {
+      double tag = rs.next_checkpoint;
+      while (rs.next_checkpoint <= t)
+        rs.next_checkpoint += k->checkpoint_interval;
+      if (nckpt < max_ckpt)
+        st = write_checkpoint(k, s, &rs, &log, tag, checkpoints[nckpt], 64);
+      nckpt++;
+    }
+    double now = wall_now();
+    if (!opt->quiet && now - last_print > (tty ? 0.5 : 10.0)) {
+      progress_line(opt->progress, tty, s, k->t_end, dt, now - start, tot.cells_steps);
+      last_print = now;
+    }
+  }
+  tot.wall = wall_now() - start;
+  if (!opt->quiet && st == TS_OK) {
+    progress_line(opt->progress, tty, s, k->t_end, tot.dt_max > 0 ? tot.dt_min : 0, tot.wall,
+                  tot.cells_steps);
+    if (tty)
+      fputc('\n', opt->progress);
+  }
+  char maxima[4][64] = {{0}};
+  if (st == TS_OK && k->maxima)
+    st = write_maxima(k, s, work[0], maxima);
+  if (st == TS_OK && k->has_gauges)
+    st = write_gauges(k, &log);
+  if (st == TS_OK)
+    st = write_summary(k, s, opt, &rs, &tot, snaps, nsnaps, maxima, checkpoints,
+                       nckpt < max_ckpt ? nckpt : max_ckpt);
+  for (int v = 0; v < 5; v++)
+    free(work[v]);
+  free(snaps);
+  free(checkpoints);
+  free(log.rows);
+  return st;
+}
+
+ts_status ts_swe_case_run(const ts_swe_case_options *opt) {
+  swe_case k;
+  memset(&k, 0, sizeof k);
+  ts_swe *s = NULL;
+  ts_status st = read_case(&k, opt);
+  if (st == TS_OK) {
+    st = ts_swe_create(&s, &k.params, &k.bed, k.has_h0 ? &k.h0 : NULL,
+                       k.has_hu0 ? &k.hu0 : NULL, k.has_hv0 ? &k.hv0 : NULL,
+                       k.has_friction ? &k.friction : NULL);
+    if (st != TS_OK && st != TS_ERR_NOMEM)
+      st = ts_error(st, "%s: %s", opt->case_path, ts_error_message());
+  }
+  if (st == TS_OK && k.has_surface)
+    st = ts_swe_set_surface(s, &k.surface);
+  if (st == TS_OK)
+    st = prepare_out_dir(k.out_dir);
+  if (st == TS_OK)
+    st = run_case(&k, opt, s);
+  ts_swe_destroy(s);
+  free_case(&k);
+  return st;
+}
