@@ -23,7 +23,9 @@ struct ts_config {
   config_entry *entries;
   int n, cap;
   int reader_line;  /* lines read so far by the counting reader */
+  int section_line; /* line of the last [section] header read */
   ts_status status; /* first error met while parsing */
+  int status_line;  /* its line */
 };
 
 static char *dup_string(const char *s) {
@@ -106,7 +108,8 @@ static ts_status add_entry(ts_config *c, const char *section, const char *key, c
   char hint[96];
   if (!schema_key(section, NULL)) {
     suggestion(NULL, section, hint, sizeof hint);
-    return line ? location_error(c, line, "unknown section [%s]%s", section, hint)
+    return line ? location_error(c, c->section_line ? c->section_line : line,
+                                 "unknown section [%s]%s", section, hint)
                 : ts_error(TS_ERR_INPUT, "%s: unknown section [%s]%s", origin, section, hint);
   }
   if (!schema_key(section, key)) {
@@ -149,6 +152,8 @@ static int config_handler(void *user, const char *section, const char *name, con
     return 0;
   }
   c->status = add_entry(c, section, name, value ? value : "", c->reader_line, NULL);
+  if (c->status != TS_OK)
+    c->status_line = c->reader_line;
   return c->status == TS_OK;
 }
 
@@ -164,6 +169,11 @@ static char *counting_reader(char *str, int num, void *stream) {
   if (!s)
     return NULL;
   r->c->reader_line++;
+  const char *first = s;
+  while (isspace((unsigned char)*first))
+    first++;
+  if (*first == '[')
+    r->c->section_line = r->c->reader_line;
   size_t len = strlen(s);
   if (len + 1 == (size_t)num && s[len - 1] != '\n' && !feof(r->f)) {
     if (r->c->status == TS_OK)
@@ -199,7 +209,8 @@ ts_status ts_config_load(ts_config **out, const char *path) {
   line_reader reader = {f, c};
   int rc = ini_parse_stream(counting_reader, &reader, config_handler, c);
   fclose(f);
-  if (c->status == TS_OK && rc > 0)
+  /* inih goes on after a syntax error; report whichever error comes first in the file */
+  if (rc > 0 && (c->status == TS_OK || rc < c->status_line))
     c->status = location_error(c, rc, "syntax error (expected [section] or key = value)");
   if (c->status == TS_OK && rc < 0)
     c->status = ts_error(TS_ERR_INPUT, "%s: cannot read", path);
