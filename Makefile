@@ -16,7 +16,7 @@ build: deps
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/apps/tessera/tessera run examples/malpasset/malpasset.ini --out out
+	$(BUILD)/apps/tessera/tessera run examples/malpasset/malpasset.ini --set time.end=1000 --out out
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
