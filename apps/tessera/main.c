@@ -13,7 +13,8 @@
 #include "tessera/swe.h"
 
 static const char usage[] =
-    "usage: tessera run CASE.ini [--set section.key=value ...] [--out DIR] [--restart FILE] [--quiet]\n"
+    "usage: tessera run CASE.ini [--set section.key=value ...] [--out DIR] [--restart FILE] "
+    "[--quiet]\n"
     "       tessera bench swe [--size N] [--precision float|double] [--steps S] [--json FILE]\n"
     "       tessera info\n"
     "       tessera --help | --version\n"
@@ -154,8 +155,8 @@ static int cmd_bench(int argc, char **argv) {
   double bytes = ts_swe_bytes_per_cell_step(s);
   printf("tessera bench swe: %ld x %ld cells, %s, RK2, %d threads\n", n, n,
          ts_precision_name(precision), omp_get_max_threads());
-  printf("%12s %8s %10s %12s %16s %10s\n", "cells", "steps", "wall_s", "Mcells/s", "bytes/cell-step",
-         "GB/s");
+  printf("%12s %8s %10s %12s %16s %10s\n", "cells", "steps", "wall_s", "Mcells/s",
+         "bytes/cell-step", "GB/s");
   printf("%12.0f %8ld %10.3f %12.2f %16.0f %10.2f\n", cells, done, elapsed, mcells, bytes,
          mcells * 1e6 * bytes / 1e9);
   ts_swe_destroy(s);

@@ -20,7 +20,7 @@ void ts_config_free(ts_config *c);
 /* Applies an override "section.key=value" (adds or replaces); errors name "--set ARG". */
 ts_status ts_config_set(ts_config *c, const char *assignment);
 
-const char *ts_config_file(const ts_config *c);      /* path of the case file */
+const char *ts_config_file(const ts_config *c); /* path of the case file */
 
 int ts_config_has(const ts_config *c, const char *section, const char *key);
 
@@ -38,14 +38,14 @@ ts_status ts_config_choice(const ts_config *c, const char *section, const char *
 /* A file path resolved relative to the case file's directory (malloc'ed, NULL when absent). */
 ts_status ts_config_path(const ts_config *c, const char *section, const char *key, char **out);
 /* Comma-separated finite numbers (malloc'ed array, n = 0 and NULL when absent). */
-ts_status ts_config_double_list(const ts_config *c, const char *section, const char *key,
-                                int *n, double **out);
+ts_status ts_config_double_list(const ts_config *c, const char *section, const char *key, int *n,
+                                double **out);
 /* Does the value parse as a finite number? (e.g. manning = 0.033 versus manning = n.asc) */
 int ts_config_is_number(const ts_config *c, const char *section, const char *key);
 
 /* Formats an error about a key at its location ("FILE:LINE: [section] key: ..."). */
-ts_status ts_config_error(const ts_config *c, const char *section, const char *key,
-                          const char *fmt, ...)
+ts_status ts_config_error(const ts_config *c, const char *section, const char *key, const char *fmt,
+                          ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif

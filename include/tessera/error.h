@@ -9,11 +9,11 @@ extern "C" {
 
 typedef enum ts_status {
   TS_OK = 0,
-  TS_ERR_INPUT = 2,    /* bad case file, grid, option: the user's input is wrong */
-  TS_ERR_IO = 3,       /* a file could not be read or written */
-  TS_ERR_NOMEM = 4,    /* allocation failed */
-  TS_ERR_NUMERIC = 5,  /* the simulation produced NaN or negative depth */
-  TS_ERR_INTERNAL = 6  /* a bug or an unsupported request */
+  TS_ERR_INPUT = 2,   /* bad case file, grid, option: the user's input is wrong */
+  TS_ERR_IO = 3,      /* a file could not be read or written */
+  TS_ERR_NOMEM = 4,   /* allocation failed */
+  TS_ERR_NUMERIC = 5, /* the simulation produced NaN or negative depth */
+  TS_ERR_INTERNAL = 6 /* a bug or an unsupported request */
 } ts_status;
 
 /* Sets the calling thread's error message (printf format) and returns code. The message should
@@ -31,11 +31,11 @@ void ts_error_clear(void);
 
 /* Evaluates a call returning ts_status and returns its status from the enclosing function when it
  * is not TS_OK (the message set by the callee is kept). */
-#define TS_CALL(expr)                        \
-  do {                                       \
-    ts_status ts_call_status_ = (expr);      \
-    if (ts_call_status_ != TS_OK)            \
-      return ts_call_status_;                \
+#define TS_CALL(expr)                                                                              \
+  do {                                                                                             \
+    ts_status ts_call_status_ = (expr);                                                            \
+    if (ts_call_status_ != TS_OK)                                                                  \
+      return ts_call_status_;                                                                      \
   } while (0)
 
 #ifdef __cplusplus

@@ -38,9 +38,9 @@ typedef struct ts_field {
   int ncomp;
   int ghost;
   ts_precision precision;
-  int64_t stride[3];    /* elements between neighbours along each axis; stride[0] = 1 */
-  int64_t comp_stride;  /* elements between the same cell of two components */
-  int64_t origin;       /* element index of interior cell (0,0,0) in component 0 */
+  int64_t stride[3];   /* elements between neighbours along each axis; stride[0] = 1 */
+  int64_t comp_stride; /* elements between the same cell of two components */
+  int64_t origin;      /* element index of interior cell (0,0,0) in component 0 */
   void *data;
 } ts_field;
 

@@ -15,9 +15,9 @@ extern "C" {
 
 /* One cell-centred variable to write: values v[i + j * ncols] (j = 0 south), NaN = missing. */
 typedef struct ts_out_var {
-  const char *name;       /* short name, e.g. "h" */
-  const char *long_name;  /* e.g. "water depth" */
-  const char *units;      /* e.g. "m" */
+  const char *name;      /* short name, e.g. "h" */
+  const char *long_name; /* e.g. "water depth" */
+  const char *units;     /* e.g. "m" */
   const double *v;
 } ts_out_var;
 
@@ -45,7 +45,7 @@ typedef struct ts_gauges {
   int n;
   char **id;
   double *x, *y;
-  int *i, *j;  /* cell holding each gauge */
+  int *i, *j; /* cell holding each gauge */
 } ts_gauges;
 ts_status ts_gauges_read(const char *path, const ts_raster *geom, ts_gauges *out);
 void ts_gauges_free(ts_gauges *g);
@@ -60,10 +60,10 @@ typedef struct ts_json {
   int first[32]; /* no comma needed yet at this depth */
   int after_key;
 } ts_json;
-void ts_json_begin(ts_json *j, FILE *f);     /* starts the top-level object */
+void ts_json_begin(ts_json *j, FILE *f); /* starts the top-level object */
 void ts_json_key(ts_json *j, const char *key);
 void ts_json_string(ts_json *j, const char *s);
-void ts_json_number(ts_json *j, double v);   /* NaN/inf written as null */
+void ts_json_number(ts_json *j, double v); /* NaN/inf written as null */
 void ts_json_int(ts_json *j, long long v);
 void ts_json_bool(ts_json *j, int v);
 void ts_json_null(ts_json *j);
@@ -71,7 +71,7 @@ void ts_json_object_begin(ts_json *j);
 void ts_json_object_end(ts_json *j);
 void ts_json_array_begin(ts_json *j);
 void ts_json_array_end(ts_json *j);
-void ts_json_end(ts_json *j);                /* closes the top-level object, newline */
+void ts_json_end(ts_json *j); /* closes the top-level object, newline */
 
 /* Helpers for writers: open path.tmp for writing, and on success rename it to path. */
 FILE *ts_open_temp(const char *path, char *tmp_path, size_t tmp_size);

@@ -14,10 +14,10 @@ extern "C" {
 
 typedef struct ts_raster {
   int ncols, nrows;
-  double xll, yll;   /* lower-left corner of the lower-left cell */
+  double xll, yll; /* lower-left corner of the lower-left cell */
   double cellsize;
-  double nodata;     /* value that marks missing cells in v */
-  double *v;         /* ncols * nrows values, v[i + j * ncols], j = 0 is the south row */
+  double nodata; /* value that marks missing cells in v */
+  double *v;     /* ncols * nrows values, v[i + j * ncols], j = 0 is the south row */
 } ts_raster;
 
 ts_status ts_raster_alloc(ts_raster *r, int ncols, int nrows, double xll, double yll,

@@ -19,20 +19,24 @@ typedef struct ts_swe ts_swe;
 enum { TS_WEST = 0, TS_EAST = 1, TS_SOUTH = 2, TS_NORTH = 3 };
 
 typedef enum ts_bc_type {
-  TS_BC_WALL = 0,    /* reflective wall */
-  TS_BC_OUTFLOW,     /* free outflow: zero-gradient extrapolation */
-  TS_BC_LEVEL,       /* fixed water-surface elevation `level` (m), momentum extrapolated */
-  TS_BC_INFLOW       /* discharge hydrograph: total discharge q(t) (m3/s) into the domain */
+  TS_BC_WALL = 0, /* reflective wall */
+  TS_BC_OUTFLOW,  /* free outflow: zero-gradient extrapolation */
+  TS_BC_LEVEL,    /* fixed water-surface elevation `level` (m), momentum extrapolated */
+  TS_BC_INFLOW    /* discharge hydrograph: total discharge q(t) (m3/s) into the domain */
 } ts_bc_type;
 
 typedef struct ts_swe_bc {
   ts_bc_type type;
-  double level;          /* TS_BC_LEVEL */
-  int npoints;           /* TS_BC_INFLOW: hydrograph points (t[s], q[m3/s]), linear in between */
-  const double *t, *q;   /* owned by the caller; copied by ts_swe_create */
+  double level;        /* TS_BC_LEVEL */
+  int npoints;         /* TS_BC_INFLOW: hydrograph points (t[s], q[m3/s]), linear in between */
+  const double *t, *q; /* owned by the caller; copied by ts_swe_create */
 } ts_swe_bc;
 
-typedef enum ts_friction { TS_FRICTION_NONE = 0, TS_FRICTION_MANNING, TS_FRICTION_CHEZY } ts_friction;
+typedef enum ts_friction {
+  TS_FRICTION_NONE = 0,
+  TS_FRICTION_MANNING,
+  TS_FRICTION_CHEZY
+} ts_friction;
 
 typedef struct ts_swe_params {
   ts_precision precision; /* storage and arithmetic precision of the state */
@@ -42,11 +46,11 @@ typedef struct ts_swe_params {
   int rk_order;           /* 1: forward Euler, 2: SSP Runge-Kutta (default) */
   double dry_depth;       /* depth (m) at or below which a cell is dry, default 1e-4 */
   ts_friction friction;
-  double friction_value;  /* Manning n (s/m^(1/3)) or Chezy C (m^(1/2)/s) where no grid given */
-  int tile_size;          /* edge of the square tiles of the activity mask (>= 2), default 32 */
-  int early_exit;         /* skip tiles that are dry with dry neighbours (same result), default 1 */
-  double arrival_depth;   /* depth (m) that defines the first arrival time, default 0.01 */
-  ts_swe_bc bc[4];        /* indexed by TS_WEST..TS_NORTH */
+  double friction_value; /* Manning n (s/m^(1/3)) or Chezy C (m^(1/2)/s) where no grid given */
+  int tile_size;         /* edge of the square tiles of the activity mask (>= 2), default 32 */
+  int early_exit;        /* skip tiles that are dry with dry neighbours (same result), default 1 */
+  double arrival_depth;  /* depth (m) that defines the first arrival time, default 0.01 */
+  ts_swe_bc bc[4];       /* indexed by TS_WEST..TS_NORTH */
 } ts_swe_params;
 
 /* Fills p with the defaults listed above (walls on all sides, no friction, float). */
@@ -75,15 +79,15 @@ const ts_grid *ts_swe_grid(const ts_swe *s);
 const ts_swe_params *ts_swe_get_params(const ts_swe *s);
 
 typedef enum ts_swe_var {
-  TS_SWE_H = 0,   /* depth (m) */
-  TS_SWE_HU,      /* unit discharge x (m2/s) */
-  TS_SWE_HV,      /* unit discharge y (m2/s) */
-  TS_SWE_ETA,     /* water-surface elevation (m) */
-  TS_SWE_BED,     /* cell bed as the scheme sees it: the mean of its four corners */
-  TS_SWE_U,       /* velocity x (m/s), 0 in dry cells */
-  TS_SWE_V,       /* velocity y (m/s) */
-  TS_SWE_SPEED,   /* |velocity| (m/s) */
-  TS_SWE_MAX_H,   /* maximum depth since t = 0 */
+  TS_SWE_H = 0, /* depth (m) */
+  TS_SWE_HU,    /* unit discharge x (m2/s) */
+  TS_SWE_HV,    /* unit discharge y (m2/s) */
+  TS_SWE_ETA,   /* water-surface elevation (m) */
+  TS_SWE_BED,   /* cell bed as the scheme sees it: the mean of its four corners */
+  TS_SWE_U,     /* velocity x (m/s), 0 in dry cells */
+  TS_SWE_V,     /* velocity y (m/s) */
+  TS_SWE_SPEED, /* |velocity| (m/s) */
+  TS_SWE_MAX_H, /* maximum depth since t = 0 */
   TS_SWE_MAX_SPEED,
   TS_SWE_ARRIVAL, /* first time the depth exceeded arrival_depth, NaN where it never did */
   TS_SWE_MAX_ETA  /* maximum water-surface elevation (NaN where never wet) */
@@ -97,8 +101,8 @@ double ts_swe_get_cell(const ts_swe *s, ts_swe_var var, int i, int j);
 
 /* Water volume (m3) over active cells, summed in a fixed order in double. */
 double ts_swe_volume(const ts_swe *s);
-int64_t ts_swe_active_cells(const ts_swe *s);  /* cells that are not NODATA */
-int64_t ts_swe_wet_cells(const ts_swe *s);     /* active cells with depth > dry_depth */
+int64_t ts_swe_active_cells(const ts_swe *s); /* cells that are not NODATA */
+int64_t ts_swe_wet_cells(const ts_swe *s);    /* active cells with depth > dry_depth */
 
 /* Activity mask per tile: a tile is active when it or one of its 8 neighbours holds water;
  * with early_exit only active tiles are computed. Rebuilt at the end of every step. */

@@ -177,8 +177,8 @@ static char *counting_reader(char *str, int num, void *stream) {
   size_t len = strlen(s);
   if (len + 1 == (size_t)num && s[len - 1] != '\n' && !feof(r->f)) {
     if (r->c->status == TS_OK)
-      r->c->status = location_error(r->c, r->c->reader_line, "line longer than %d characters",
-                                    num - 2);
+      r->c->status =
+          location_error(r->c, r->c->reader_line, "line longer than %d characters", num - 2);
     return NULL;
   }
   return s;
@@ -291,8 +291,8 @@ static ts_status entry_error(const ts_config *c, const config_entry *e, const ch
   return ts_error(TS_ERR_INPUT, "--set %s.%s=%s: %s", e->section, e->key, e->value, msg);
 }
 
-ts_status ts_config_error(const ts_config *c, const char *section, const char *key,
-                          const char *fmt, ...) {
+ts_status ts_config_error(const ts_config *c, const char *section, const char *key, const char *fmt,
+                          ...) {
   char msg[768];
   va_list ap;
   va_start(ap, fmt);

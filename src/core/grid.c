@@ -5,7 +5,8 @@
 #include <string.h>
 
 ts_grid ts_grid_2d(int nx, int ny, double cellsize, double x0, double y0) {
-  ts_grid g = {.dim = 2, .n = {nx, ny, 1}, .dx = {cellsize, cellsize, cellsize}, .origin = {x0, y0, 0}};
+  ts_grid g = {
+      .dim = 2, .n = {nx, ny, 1}, .dx = {cellsize, cellsize, cellsize}, .origin = {x0, y0, 0}};
   return g;
 }
 

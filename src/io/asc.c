@@ -23,9 +23,9 @@ typedef struct asc_stream {
   unsigned char buf[ASC_CHUNK];
   int pos, len;
   int at_eof;
-  long line;                      /* line of the next unread character */
+  long line; /* line of the next unread character */
   char token[ASC_TOKEN_MAX + 1];
-  long token_line;                /* line where the last token started */
+  long token_line; /* line where the last token started */
 } asc_stream;
 
 static int asc_is_space(int c) {
@@ -109,8 +109,8 @@ static ts_status asc_parse_double(asc_stream *s, const char *what, double *value
   errno = 0;
   *value = strtod(s->token, &end);
   if (end == s->token || *end != '\0')
-    return ts_error(TS_ERR_INPUT, "%s:%ld: %s '%s' is not a number", s->path, s->token_line,
-                    what, asc_token_for_message(s, shown, sizeof shown));
+    return ts_error(TS_ERR_INPUT, "%s:%ld: %s '%s' is not a number", s->path, s->token_line, what,
+                    asc_token_for_message(s, shown, sizeof shown));
   if (!isfinite(*value))
     return ts_error(TS_ERR_INPUT, "%s:%ld: %s '%s' is not finite (NaN or infinite)", s->path,
                     s->token_line, what, asc_token_for_message(s, shown, sizeof shown));
@@ -123,11 +123,11 @@ static ts_status asc_parse_size(asc_stream *s, const char *key, int *value) {
   errno = 0;
   long parsed = strtol(s->token, &end, 10);
   if (end == s->token || *end != '\0')
-    return ts_error(TS_ERR_INPUT, "%s:%ld: %s '%s' is not an integer", s->path, s->token_line,
-                    key, asc_token_for_message(s, shown, sizeof shown));
+    return ts_error(TS_ERR_INPUT, "%s:%ld: %s '%s' is not an integer", s->path, s->token_line, key,
+                    asc_token_for_message(s, shown, sizeof shown));
   if (parsed <= 0)
-    return ts_error(TS_ERR_INPUT, "%s:%ld: %s must be positive, got %ld", s->path,
-                    s->token_line, key, parsed);
+    return ts_error(TS_ERR_INPUT, "%s:%ld: %s must be positive, got %ld", s->path, s->token_line,
+                    key, parsed);
   if (errno == ERANGE || parsed > INT_MAX)
     return ts_error(TS_ERR_INPUT, "%s:%ld: %s '%s' is too large", s->path, s->token_line, key,
                     asc_token_for_message(s, shown, sizeof shown));
@@ -180,22 +180,17 @@ static int asc_lookup_key(const char *token, int *is_center) {
 static ts_status asc_parse_key_value(asc_stream *s, asc_header *h, int key) {
   const char *name = asc_key_names[key];
   switch (key) {
-  case KEY_NCOLS:
-    return asc_parse_size(s, name, &h->ncols);
-  case KEY_NROWS:
-    return asc_parse_size(s, name, &h->nrows);
-  case KEY_XLL:
-    return asc_parse_double(s, name, &h->xll);
-  case KEY_YLL:
-    return asc_parse_double(s, name, &h->yll);
+  case KEY_NCOLS: return asc_parse_size(s, name, &h->ncols);
+  case KEY_NROWS: return asc_parse_size(s, name, &h->nrows);
+  case KEY_XLL: return asc_parse_double(s, name, &h->xll);
+  case KEY_YLL: return asc_parse_double(s, name, &h->yll);
   case KEY_CELLSIZE:
     TS_CALL(asc_parse_double(s, name, &h->cellsize));
     if (h->cellsize <= 0.0)
       return ts_error(TS_ERR_INPUT, "%s:%ld: cellsize must be positive, got %g", s->path,
                       s->token_line, h->cellsize);
     return TS_OK;
-  default:
-    return asc_parse_double(s, name, &h->nodata);
+  default: return asc_parse_double(s, name, &h->nodata);
   }
 }
 
@@ -218,8 +213,8 @@ static ts_status asc_read_header(asc_stream *s, asc_header *h, int *found) {
       return ts_error(TS_ERR_INPUT, "%s:%ld: unknown header key '%s'", s->path, s->token_line,
                       asc_token_for_message(s, shown, sizeof shown));
     if (key < 0)
-      return ts_error(TS_ERR_INPUT, "%s:%ld: missing header key '%s'", s->path,
-                      s->token_line, asc_key_names[missing]);
+      return ts_error(TS_ERR_INPUT, "%s:%ld: missing header key '%s'", s->path, s->token_line,
+                      asc_key_names[missing]);
     if (h->seen[key])
       return ts_error(TS_ERR_INPUT, "%s:%ld: duplicate header key '%s'", s->path, s->token_line,
                       asc_token_for_message(s, shown, sizeof shown));
@@ -275,8 +270,8 @@ static ts_status asc_read_values(asc_stream *s, const asc_header *h, int found, 
   }
   if (n < count) {
     free(v);
-    return ts_error(TS_ERR_INPUT, "%s:%ld: expected ncols * nrows = %zu values, found %zu",
-                    s->path, last_line, count, n);
+    return ts_error(TS_ERR_INPUT, "%s:%ld: expected ncols * nrows = %zu values, found %zu", s->path,
+                    last_line, count, n);
   }
   *values = v;
   return TS_OK;
@@ -316,8 +311,8 @@ ts_status ts_asc_read(const char *path, ts_raster *out) {
   double *values = NULL;
   ts_status status = asc_read_header(s, &h, &found);
   if (status == TS_OK && (long long)h.ncols * h.nrows > ASC_MAX_CELLS)
-    status = ts_error(TS_ERR_INPUT, "%s:%ld: grid of %d x %d cells is larger than 2^31 cells",
-                      path, s->token_line, h.ncols, h.nrows);
+    status = ts_error(TS_ERR_INPUT, "%s:%ld: grid of %d x %d cells is larger than 2^31 cells", path,
+                      s->token_line, h.ncols, h.nrows);
   if (status == TS_OK)
     status = asc_read_values(s, &h, found, &values);
   gzclose(gz);

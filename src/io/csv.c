@@ -42,8 +42,8 @@ static int csv_next_line(csv_file *c, ts_status *status) {
       break;
   }
   if (ferror(c->f)) {
-    *status = ts_error(TS_ERR_IO, "%s:%ld: read error: %s", c->path, c->number + 1,
-                       strerror(errno));
+    *status =
+        ts_error(TS_ERR_IO, "%s:%ld: read error: %s", c->path, c->number + 1, strerror(errno));
     return 0;
   }
   if (length == 0 && feof(c->f))
@@ -161,8 +161,7 @@ static ts_status gauges_append(ts_gauges *g, int *capacity, const char *id, doub
   return TS_OK;
 }
 
-static ts_status gauges_parse_row(csv_file *c, const ts_raster *geom, ts_gauges *g,
-                                  int *capacity) {
+static ts_status gauges_parse_row(csv_file *c, const ts_raster *geom, ts_gauges *g, int *capacity) {
   char *fields[3];
   int count = csv_split(c->line, fields, 3);
   if (count != 3)
@@ -246,8 +245,8 @@ static ts_status series_parse_row(csv_file *c, int is_first, int *n, int *capaci
     return ts_error(TS_ERR_INPUT, "%s:%ld: time '%s' is not a finite number", c->path, c->number,
                     fields[0]);
   if (!csv_parse_number(fields[1], &value))
-    return ts_error(TS_ERR_INPUT, "%s:%ld: value '%s' is not a finite number", c->path,
-                    c->number, fields[1]);
+    return ts_error(TS_ERR_INPUT, "%s:%ld: value '%s' is not a finite number", c->path, c->number,
+                    fields[1]);
   if (*n > 0 && !(time > (*t)[*n - 1]))
     return ts_error(TS_ERR_INPUT, "%s:%ld: time %g is not greater than the previous time %g",
                     c->path, c->number, time, (*t)[*n - 1]);

@@ -9,14 +9,13 @@
 #include <string.h>
 
 /* Runs a NetCDF call; on failure records the error and jumps to the function's cleanup. */
-#define NC_CHECK(call)                                                                    \
-  do {                                                                                    \
-    int nc_result_ = (call);                                                              \
-    if (nc_result_ != NC_NOERR) {                                                         \
-      status = ts_error(TS_ERR_IO, "%s: cannot write NetCDF: %s", path,                   \
-                        nc_strerror(nc_result_));                                         \
-      goto cleanup;                                                                       \
-    }                                                                                     \
+#define NC_CHECK(call)                                                                             \
+  do {                                                                                             \
+    int nc_result_ = (call);                                                                       \
+    if (nc_result_ != NC_NOERR) {                                                                  \
+      status = ts_error(TS_ERR_IO, "%s: cannot write NetCDF: %s", path, nc_strerror(nc_result_));  \
+      goto cleanup;                                                                                \
+    }                                                                                              \
   } while (0)
 
 static int put_text(int ncid, int varid, const char *name, const char *text) {

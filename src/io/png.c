@@ -166,8 +166,8 @@ static colour depth_colour(double t) {
 }
 
 /* Bed slope along one axis by central differences, one-sided next to edges or inactive cells. */
-static double bed_slope(const double *bed, size_t here, size_t before, size_t after,
-                        int has_before, int has_after, double cellsize) {
+static double bed_slope(const double *bed, size_t here, size_t before, size_t after, int has_before,
+                        int has_after, double cellsize) {
   has_before = has_before && !isnan(bed[before]);
   has_after = has_after && !isnan(bed[after]);
   if (has_before && has_after)
@@ -245,8 +245,8 @@ ts_status ts_png_write_depth(const char *path, const ts_raster *geom, const doub
     return ts_error(TS_ERR_INPUT, "%s: depth_max %g must be positive", path, depth_max);
   int scale = nx >= MIN_WIDTH_UNSCALED ? 1 : (TARGET_WIDTH + nx - 1) / nx;
   if ((long long)nx * scale > 20000 || (long long)ny * scale > 20000)
-    return ts_error(TS_ERR_INPUT, "%s: grid of %d x %d cells is too large for a PNG map", path,
-                    nx, ny);
+    return ts_error(TS_ERR_INPUT, "%s: grid of %d x %d cells is too large for a PNG map", path, nx,
+                    ny);
   int map_w = nx * scale, map_h = ny * scale;
   int bar_x = map_w + MARGIN + 2;
   image im = {bar_x + BAR_WIDTH + 8 + LABEL_CHARS * GLYPH_ADVANCE + MARGIN,

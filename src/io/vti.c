@@ -31,20 +31,11 @@ static void write_base64(FILE *f, const unsigned char *bytes, size_t size) {
 static void write_xml_escaped(FILE *f, const char *text) {
   for (; *text; text++) {
     switch (*text) {
-    case '&':
-      fputs("&amp;", f);
-      break;
-    case '<':
-      fputs("&lt;", f);
-      break;
-    case '>':
-      fputs("&gt;", f);
-      break;
-    case '"':
-      fputs("&quot;", f);
-      break;
-    default:
-      fputc(*text, f);
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    default: fputc(*text, f);
     }
   }
 }
@@ -71,15 +62,18 @@ ts_status ts_vti_write(const char *path, const ts_raster *geom, double time, int
     return TS_ERR_IO;
   }
   fprintf(f, "<?xml version=\"1.0\"?>\n");
-  fprintf(f, "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"%s\" "
-             "header_type=\"UInt32\">\n",
+  fprintf(f,
+          "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"%s\" "
+          "header_type=\"UInt32\">\n",
           host_is_little_endian() ? "LittleEndian" : "BigEndian");
-  fprintf(f, "  <ImageData WholeExtent=\"0 %d 0 %d 0 0\" Origin=\"%.17g %.17g 0\" "
-             "Spacing=\"%.17g %.17g 1\">\n",
+  fprintf(f,
+          "  <ImageData WholeExtent=\"0 %d 0 %d 0 0\" Origin=\"%.17g %.17g 0\" "
+          "Spacing=\"%.17g %.17g 1\">\n",
           geom->ncols, geom->nrows, geom->xll, geom->yll, geom->cellsize, geom->cellsize);
   fprintf(f, "    <FieldData>\n");
-  fprintf(f, "      <DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" "
-             "format=\"ascii\">%.17g</DataArray>\n",
+  fprintf(f,
+          "      <DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" "
+          "format=\"ascii\">%.17g</DataArray>\n",
           time);
   fprintf(f, "    </FieldData>\n");
   fprintf(f, "    <Piece Extent=\"0 %d 0 %d 0 0\">\n", geom->ncols, geom->nrows);

@@ -11,13 +11,13 @@
 
 static int failures = 0;
 
-#define CHECK(cond, ...)                    \
-  do {                                      \
-    int check_ok_ = (cond);                 \
-    printf(check_ok_ ? "ok   " : "FAIL ");  \
-    printf(__VA_ARGS__);                    \
-    printf("\n");                           \
-    failures += !check_ok_;                 \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    int check_ok_ = (cond);                                                                        \
+    printf(check_ok_ ? "ok   " : "FAIL ");                                                         \
+    printf(__VA_ARGS__);                                                                           \
+    printf("\n");                                                                                  \
+    failures += !check_ok_;                                                                        \
   } while (0)
 
 static void write_file(const char *path, const char *text) {
@@ -162,8 +162,7 @@ static void test_malpasset(void) {
   }
   char path[4096];
   ts_raster r, back;
-  snprintf(path, sizeof path, "%s/../shared/data/malpasset/malpasset_dem_20m_nodata.asc",
-           source);
+  snprintf(path, sizeof path, "%s/../shared/data/malpasset/malpasset_dem_20m_nodata.asc", source);
   ts_status status = ts_asc_read(path, &r);
   CHECK(status == TS_OK, "read 20 m DEM: %s", ts_error_message());
   if (status != TS_OK)

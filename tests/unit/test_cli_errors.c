@@ -75,8 +75,8 @@ static void expect(const char *what, const char *args, int code, const char *par
   snprintf(out, sizeof out, "%s/out", dir);
   struct stat sb;
   int has_output = stat(out, &sb) == 0;
-  int ok = rc == code && lines == 1 && strncmp(line, "tessera: ", 9) == 0 &&
-           strstr(line, part1) && (!part2 || strstr(line, part2)) && !has_output;
+  int ok = rc == code && lines == 1 && strncmp(line, "tessera: ", 9) == 0 && strstr(line, part1) &&
+           (!part2 || strstr(line, part2)) && !has_output;
   checks++;
   failures += !ok;
   printf("%s %-28s exit %d, %d line(s)%s: %s\n", ok ? "ok  " : "FAIL", what, rc, lines,

@@ -11,13 +11,13 @@
 
 static int failures = 0;
 
-#define CHECK(cond, ...)                    \
-  do {                                      \
-    int check_ok_ = (cond);                 \
-    printf(check_ok_ ? "ok   " : "FAIL ");  \
-    printf(__VA_ARGS__);                    \
-    printf("\n");                           \
-    failures += !check_ok_;                 \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    int check_ok_ = (cond);                                                                        \
+    printf(check_ok_ ? "ok   " : "FAIL ");                                                         \
+    printf(__VA_ARGS__);                                                                           \
+    printf("\n");                                                                                  \
+    failures += !check_ok_;                                                                        \
   } while (0)
 
 static void write_file(const char *path, const char *text) {
@@ -116,8 +116,7 @@ static void test_vti(void) {
   char encoded[8 + 64 + 2] = "MAAAAA==";
   memset(encoded + 8, 'A', 64);
   strcpy(encoded + 72, "\n");
-  CHECK(text && strstr(text, encoded),
-        "base64 byte-count header and data");
+  CHECK(text && strstr(text, encoded), "base64 byte-count header and data");
   free(text);
 }
 
@@ -155,8 +154,7 @@ static void test_png(void) {
   enum { WIDE = 500 };
   static double wide_bed[WIDE * 4], wide_depth[WIDE * 4];
   ts_raster wide = {WIDE, 4, 0.0, 0.0, 1.0, -9999.0, NULL};
-  CHECK(ts_png_write_depth("io_wide.png", &wide, wide_bed, wide_depth, 1e-3, 1.0, "wide") ==
-            TS_OK,
+  CHECK(ts_png_write_depth("io_wide.png", &wide, wide_bed, wide_depth, 1e-3, 1.0, "wide") == TS_OK,
         "PNG of a wide grid written");
   memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
@@ -169,8 +167,7 @@ static void test_gauges(void) {
   ts_raster geom = {10, 10, 0.0, 100.0, 10.0, -9999.0, NULL};
   ts_gauges g;
   write_file("io_gauges.csv", " id , x , y \r\nG1,5,105\n\nriver mouth, 99.5 ,199.9\n");
-  CHECK(ts_gauges_read("io_gauges.csv", &geom, &g) == TS_OK, "gauges read: %s",
-        ts_error_message());
+  CHECK(ts_gauges_read("io_gauges.csv", &geom, &g) == TS_OK, "gauges read: %s", ts_error_message());
   CHECK(g.n == 2 && strcmp(g.id[1], "river mouth") == 0, "two gauges, ids trimmed");
   CHECK(g.i[0] == 0 && g.j[0] == 0 && g.i[1] == 9 && g.j[1] == 9, "cell indices by floor");
   ts_gauges_free(&g);

@@ -90,7 +90,8 @@ void val_stoker_state(double hl, double hr, double g, double *hm, double *um, do
   *shock_speed = *hm * *um / (*hm - hr);
 }
 
-void val_stoker(double hl, double hr, double x0, double g, double x, double t, double *h, double *u) {
+void val_stoker(double hl, double hr, double x0, double g, double x, double t, double *h,
+                double *u) {
   if (t <= 0) {
     *h = x < x0 ? hl : hr;
     *u = 0;
@@ -129,8 +130,8 @@ double val_thacker_bed(const val_thacker *p, double x, double y) {
 void val_thacker_sol(const val_thacker *p, double x, double y, double t, double *h, double *u,
                      double *v) {
   double w = val_thacker_omega(p), c = cos(w * t), s = sin(w * t);
-  double eta = p->eta_amp * p->h0 / (p->a * p->a) *
-               (2 * (x - p->xc) * c + 2 * (y - p->yc) * s - p->eta_amp);
+  double eta =
+      p->eta_amp * p->h0 / (p->a * p->a) * (2 * (x - p->xc) * c + 2 * (y - p->yc) * s - p->eta_amp);
   double d = eta - val_thacker_bed(p, x, y);
   if (d > 0) {
     *h = d;
@@ -371,8 +372,10 @@ int val_write_asc(const char *path, const ts_raster *r) {
   FILE *f = fopen(path, "w");
   if (!f)
     return -1;
-  fprintf(f, "ncols %d\nnrows %d\nxllcorner %.17g\nyllcorner %.17g\ncellsize %.17g\nNODATA_value %.17g\n",
-          r->ncols, r->nrows, r->xll, r->yll, r->cellsize, r->nodata);
+  fprintf(
+      f,
+      "ncols %d\nnrows %d\nxllcorner %.17g\nyllcorner %.17g\ncellsize %.17g\nNODATA_value %.17g\n",
+      r->ncols, r->nrows, r->xll, r->yll, r->cellsize, r->nodata);
   for (int j = r->nrows - 1; j >= 0; j--)
     for (int i = 0; i < r->ncols; i++)
       fprintf(f, "%.17g%c", r->v[i + (size_t)j * r->ncols], i + 1 == r->ncols ? '\n' : ' ');

@@ -41,7 +41,8 @@ void val_ritter(double hl, double x0, double g, double x, double t, double *h, d
 /* Stoker: dam at x0, depths hl > hr > 0. The intermediate state (hm, um) is the root of the
  * rarefaction and shock (Rankine-Hugoniot) relations, found by bisection. */
 void val_stoker_state(double hl, double hr, double g, double *hm, double *um, double *shock_speed);
-void val_stoker(double hl, double hr, double x0, double g, double x, double t, double *h, double *u);
+void val_stoker(double hl, double hr, double x0, double g, double x, double t, double *h,
+                double *u);
 
 /* Thacker's planar surface in a paraboloid (SWASHES, Delestre et al. 2013, section 4.2.2):
  * bed z = -h0 (1 - r^2/a^2), r the distance from (xc, yc); surface

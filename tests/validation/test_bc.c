@@ -109,8 +109,8 @@ static void level_test(void) {
          "(flat surface over the bed: %.3f m3)\n",
          T, (long long)steps, wet, me, ts_swe_volume(s), vexp);
   CHECK(me < 5e-3, "level: max |eta - %.2f| over wet cells = %.3e m < 5e-3 m", level, me);
-  CHECK(missing == 0, "level: all cells with bed below the level (less one cell) are wet: %d missing",
-        missing);
+  CHECK(missing == 0,
+        "level: all cells with bed below the level (less one cell) are wet: %d missing", missing);
   CHECK(fabs(ts_swe_volume(s) - vexp) < 0.01 * vexp, "level: volume %.3f within 1%% of %.3f m3",
         ts_swe_volume(s), vexp);
   free(eta), free(h), free(zb);
@@ -140,8 +140,9 @@ static void inflow_test(int dry) {
          "%.1f m3 (error %.3f %%), min depth %.2e\n",
          dry ? "dry" : "wet", T, (long long)steps, dv, q * T, 100 * (dv - q * T) / (q * T),
          val_min_var(s, TS_SWE_H));
-  CHECK(fabs(dv - q * T) < 0.01 * q * T, "inflow %s: volume increase %.4f m3 = q t = %.1f m3 within 1%%",
-        dry ? "dry" : "wet", dv, q * T);
+  CHECK(fabs(dv - q * T) < 0.01 * q * T,
+        "inflow %s: volume increase %.4f m3 = q t = %.1f m3 within 1%%", dry ? "dry" : "wet", dv,
+        q * T);
   ts_swe_destroy(s);
   val_raster_free(&bed), val_raster_free(&h0);
 }

@@ -17,9 +17,9 @@
  *  - convergence: E(800) < 0.7 E(200) (discontinuous or kinked solutions converge at order
  *    ~0.6-1 in L1, so the error should fall by a factor 0.25-0.45 over 4x refinement).
  *  - Ritter front: x_num = centre of the first cell (from the left) with h < 1e-3 m. Its exact
- *    counterpart is where the exact h falls to 1e-3 m, x_3 = x0 + t (2 sqrt(g h_l) - 3 sqrt(g 1e-3))
- *    = 858.0 m (17.8 m behind the exact front x0 + 2 sqrt(g h_l) t = 875.8 m; a numerical scheme
- *    always rounds the tip off, so comparing against the wet/dry front itself would punish
+ *    counterpart is where the exact h falls to 1e-3 m, x_3 = x0 + t (2 sqrt(g h_l) - 3 sqrt(g
+ * 1e-3)) = 858.0 m (17.8 m behind the exact front x0 + 2 sqrt(g h_l) t = 875.8 m; a numerical
+ * scheme always rounds the tip off, so comparing against the wet/dry front itself would punish
  *    correct schemes). Tolerances: |x_num - x_3| < 3 cells + 5 % of the travel 2 sqrt(g h_l) t
  *    (= 18.8 m), and the lag must not grow under refinement: |x_num - x_3| at nx = 800 must not
  *    exceed its value at nx = 200 by more than one nx = 200 cell (5 m). A velocity
@@ -79,7 +79,8 @@ static double run(int kind, int nx, double *front, double *rise) {
     for (int i = 0; i < nx; i++)
       rowdiff = fmax(rowdiff, fabs(h[i + j * nx] - h[i]));
   printf("  %s nx=%4d dx=%5.3f: L1/L = %.4e m, %lld steps, %.2f s wall, max row difference %.1e\n",
-         kind == RITTER ? "Ritter" : "Stoker", nx, dx, e, (long long)steps, val_now() - t0, rowdiff);
+         kind == RITTER ? "Ritter" : "Stoker", nx, dx, e, (long long)steps, val_now() - t0,
+         rowdiff);
   CHECK(rowdiff < 1e-12, "%s nx=%d: rows of the strip identical: max difference %.2e (tol 1e-12)",
         kind == RITTER ? "Ritter" : "Stoker", nx, rowdiff);
   ts_swe_destroy(s);
@@ -126,10 +127,11 @@ int main(void) {
             "Ritter front lag does not grow under refinement: %.2f m (nx=800) <= %.2f m (nx=200) + "
             "%.1f m",
             err[2], err[0], L / res[0]);
-      printf("  Ritter front lag behind the exact front itself: %.2f, %.2f, %.2f m (%.1f%%, %.1f%%, "
-             "%.1f%% of the travel)\n",
-             xf - fr[0], xf - fr[1], xf - fr[2], 100 * (xf - fr[0]) / (2 * cl * T),
-             100 * (xf - fr[1]) / (2 * cl * T), 100 * (xf - fr[2]) / (2 * cl * T));
+      printf(
+          "  Ritter front lag behind the exact front itself: %.2f, %.2f, %.2f m (%.1f%%, %.1f%%, "
+          "%.1f%% of the travel)\n",
+          xf - fr[0], xf - fr[1], xf - fr[2], 100 * (xf - fr[0]) / (2 * cl * T),
+          100 * (xf - fr[1]) / (2 * cl * T), 100 * (xf - fr[2]) / (2 * cl * T));
     }
   }
   return val_finish();

@@ -1,8 +1,9 @@
 /* Validation: mass conservation and positivity in a closed basin with a violent wet/dry flow.
  *
- * An 80 x 54 basin (dx = 1.5 m, 120 m x 81 m, walls all round, bowl-shaped bed with a hill) holds a 1.5 m deep
- * column of water behind a removed dam at x = 40 m; the rest of the basin is dry. The flood runs
- * up the bowl and the hill and reflects from the walls for 2000 CFL steps (double and float).
+ * An 80 x 54 basin (dx = 1.5 m, 120 m x 81 m, walls all round, bowl-shaped bed with a hill) holds
+ * a 1.5 m deep column of water behind a removed dam at x = 40 m; the rest of the basin is dry. The
+ * flood runs up the bowl and the hill and reflects from the walls for 2000 CFL steps (double and
+ * float).
  *
  * Tolerances and why:
  *  - relative volume change |V(t) - V(0)| / V(0) < 1e-12 (double), 1e-5 (float). The finite-
@@ -24,7 +25,8 @@ static void run_case(ts_precision prec) {
   for (int j = 0; j < ny; j++)
     for (int i = 0; i < nx; i++) {
       double x = val_xc(&bed, i), y = val_yc(&bed, j);
-      double z = 0.6 * ((x - 60) / 60) * ((x - 60) / 60) + 0.4 * ((y - 40.5) / 40.5) * ((y - 40.5) / 40.5);
+      double z =
+          0.6 * ((x - 60) / 60) * ((x - 60) / 60) + 0.4 * ((y - 40.5) / 40.5) * ((y - 40.5) / 40.5);
       z += 1.2 * exp(-((x - 85) * (x - 85) + (y - 35) * (y - 35)) / 50.0);
       bed.v[i + j * nx] = z;
       eta[i + j * nx] = x < 40 ? 1.5 : -100; /* -100: dry */

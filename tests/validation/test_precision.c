@@ -58,15 +58,16 @@ int main(void) {
       hmax = fmax(hmax, hd[c]);
     double vf = ts_swe_volume(f), vd = ts_swe_volume(d);
     double tol = dry ? 1e-3 : 1e-4;
-    printf("precision %s bed: t = %.3f / %.3f s, 0.02 s steps %d / %d of %lld / %lld, max h %.4f m, max |h_f - "
+    printf("precision %s bed: t = %.3f / %.3f s, 0.02 s steps %d / %d of %lld / %lld, max h %.4f "
+           "m, max |h_f - "
            "h_d| = %.3e m, volumes %.9g / %.9g m3\n",
            dry ? "dry" : "wet", ts_swe_time(f), ts_swe_time(d), nf, nd, (long long)ts_swe_steps(f),
            (long long)ts_swe_steps(d), hmax, md, vf, vd);
     if (!dry)
       CHECK(nf == 500 && nd == 500, "%s: both runs took the fixed step 500 times (%d, %d)",
             dry ? "dry" : "wet", nf, nd);
-    CHECK(fabs(ts_swe_time(f) - 10) < 1e-9 && fabs(ts_swe_time(d) - 10) < 1e-9, "%s: both runs reached t = 10 s",
-          dry ? "dry" : "wet");
+    CHECK(fabs(ts_swe_time(f) - 10) < 1e-9 && fabs(ts_swe_time(d) - 10) < 1e-9,
+          "%s: both runs reached t = 10 s", dry ? "dry" : "wet");
     CHECK(md / hmax < tol, "%s: max |h_f - h_d| / max h = %.3e < %.0e", dry ? "dry" : "wet",
           md / hmax, tol);
     free(hf), free(hd);

@@ -83,11 +83,10 @@ int main(void) {
   fclose(f);
   snprintf(path, sizeof path, "%s/case.ini", dir);
   f = fopen(path, "w");
-  fprintf(f,
-          "[model]\ntype = swe\n\n[time]\nend = 200\n\n[swe]\nbed = bed.asc\n"
-          "initial_surface = eta0.asc\nmanning = 0.03\nprecision = float\n\n[boundary]\n"
-          "north = wall\nsouth = wall\neast = wall\nwest = wall\n\n[output]\ndir = out\n"
-          "times = 100, 200\nformats = asc\ngauges = gauges.csv\ncheckpoint_interval = 50\n");
+  fprintf(f, "[model]\ntype = swe\n\n[time]\nend = 200\n\n[swe]\nbed = bed.asc\n"
+             "initial_surface = eta0.asc\nmanning = 0.03\nprecision = float\n\n[boundary]\n"
+             "north = wall\nsouth = wall\neast = wall\nwest = wall\n\n[output]\ndir = out\n"
+             "times = 100, 200\nformats = asc\ngauges = gauges.csv\ncheckpoint_interval = 50\n");
   fclose(f);
   double t0 = val_now();
   snprintf(cmd, sizeof cmd, "\"%s\" run %s/case.ini --out %s/a --quiet", cli, dir, dir);

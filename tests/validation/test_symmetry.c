@@ -69,7 +69,8 @@ static void run_case(ts_precision prec, int dry, ts_bc_type bc, int dyadic) {
     TRY(ts_swe_get(a, TS_SWE_BED, za));
     TRY(ts_swe_get(b, TS_SWE_BED, zb));
     int64_t nz = cmp_t(za, zb, nx, ny, &dz);
-    CHECK(nz == 0, "%s %s %s%s: scheme bed (corner means) at t=0 symmetric: %lld cells differ, max "
+    CHECK(nz == 0,
+          "%s %s %s%s: scheme bed (corner means) at t=0 symmetric: %lld cells differ, max "
           "|diff| %.3e",
           ts_precision_name(prec), dry ? "dry" : "wet", bc == TS_BC_WALL ? "walls" : "outflow",
           dyadic ? " dyadic-bed" : "", (long long)nz, dz);
@@ -87,7 +88,8 @@ static void run_case(ts_precision prec, int dry, ts_bc_type bc, int dyadic) {
   int64_t nhu = cmp_t(A[1], B[2], nx, ny, &dhu); /* hu_A vs hv_B^T */
   int64_t nhv = cmp_t(A[2], B[1], nx, ny, &dhv);
   int64_t neta = cmp_t(A[3], B[3], nx, ny, &deta);
-  const char *name = bc == TS_BC_WALL ? (dyadic ? "walls, dyadic bed" : "walls") : (dyadic ? "outflow, dyadic bed" : "outflow");
+  const char *name = bc == TS_BC_WALL ? (dyadic ? "walls, dyadic bed" : "walls")
+                                      : (dyadic ? "outflow, dyadic bed" : "outflow");
   printf("symmetry %-6s %-4s %-7s: t_A = %.17g, t_B = %.17g, wet %lld / %lld\n",
          ts_precision_name(prec), dry ? "dry" : "wet", name, ts_swe_time(a), ts_swe_time(b),
          (long long)ts_swe_wet_cells(a), (long long)ts_swe_wet_cells(b));

@@ -41,8 +41,10 @@ static double run(int n, double *abs_l1) {
   double bed_err = 0;
   for (int j = 2; j < n - 2; j++)
     for (int i = 2; i < n - 2; i++)
-      bed_err = fmax(bed_err, fabs(zb[i + j * n] - val_thacker_bed(&th, val_xc(&bed, i), val_yc(&bed, j))));
-  CHECK(bed_err < 1e-12, "n=%d: scheme bed equals the paraboloid inside: max diff %.2e m", n, bed_err);
+      bed_err = fmax(bed_err,
+                     fabs(zb[i + j * n] - val_thacker_bed(&th, val_xc(&bed, i), val_yc(&bed, j))));
+  CHECK(bed_err < 1e-12, "n=%d: scheme bed equals the paraboloid inside: max diff %.2e m", n,
+        bed_err);
   for (int j = 0; j < n; j++)
     for (int i = 0; i < n; i++) {
       double hh, u, v;

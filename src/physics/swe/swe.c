@@ -126,9 +126,10 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
 
   int failed = 0;
   size_t rs = s->real_size;
-  void **reals[] = {&s->w, &s->hu, &s->hv, &s->w_carry, &s->w0, &s->hu0, &s->hv0, &s->u, &s->v, &s->char_speed, &s->speed_cap, &s->corner, &s->bed,
-                    &s->fx[0], &s->fx[1], &s->fx[2], &s->fy[0], &s->fy[1], &s->fy[2],
-                    &s->src_x, &s->src_y, &s->drain};
+  void **reals[] = {&s->w,     &s->hu,    &s->hv,    &s->w_carry,    &s->w0,        &s->hu0,
+                    &s->hv0,   &s->u,     &s->v,     &s->char_speed, &s->speed_cap, &s->corner,
+                    &s->bed,   &s->fx[0], &s->fx[1], &s->fx[2],      &s->fy[0],     &s->fy[1],
+                    &s->fy[2], &s->src_x, &s->src_y, &s->drain};
   for (size_t k = 0; k < sizeof reals / sizeof reals[0]; k++)
     *reals[k] = alloc_array(s, rs, &failed);
   if (friction_grid)
@@ -183,10 +184,13 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
 void ts_swe_destroy(ts_swe *s) {
   if (!s)
     return;
-  void *arrays[] = {s->w, s->hu, s->hv, s->w_carry, s->w0, s->hu0, s->hv0, s->u, s->v, s->char_speed, s->speed_cap, s->corner, s->bed, s->friction,
-                    s->fx[0], s->fx[1], s->fx[2], s->fy[0], s->fy[1], s->fy[2], s->src_x,
-                    s->src_y, s->drain, s->active, s->max_h, s->max_speed, s->arrival,
-                    s->max_eta, s->tile_wet, s->tile_active, s->tile_list};
+  void *arrays[] = {s->w,         s->hu,      s->hv,      s->w_carry,  s->w0,
+                    s->hu0,       s->hv0,     s->u,       s->v,        s->char_speed,
+                    s->speed_cap, s->corner,  s->bed,     s->friction, s->fx[0],
+                    s->fx[1],     s->fx[2],   s->fy[0],   s->fy[1],    s->fy[2],
+                    s->src_x,     s->src_y,   s->drain,   s->active,   s->max_h,
+                    s->max_speed, s->arrival, s->max_eta, s->tile_wet, s->tile_active,
+                    s->tile_list};
   for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
     free(arrays[k]);
   for (int side = 0; side < 4; side++) {
@@ -197,8 +201,11 @@ void ts_swe_destroy(ts_swe *s) {
 }
 
 ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
-  TS_CALL(check_raster(&(ts_raster){.ncols = s->nx, .nrows = s->ny, .xll = s->grid.origin[0],
-                                    .yll = s->grid.origin[1], .cellsize = s->grid.dx[0]},
+  TS_CALL(check_raster(&(ts_raster){.ncols = s->nx,
+                                    .nrows = s->ny,
+                                    .xll = s->grid.origin[0],
+                                    .yll = s->grid.origin[1],
+                                    .cellsize = s->grid.dx[0]},
                        eta, "initial surface"));
   TS_CALL(s->k->set_surface(s, eta));
   for (int64_t c = 0; c < s->plane; c++) {
@@ -284,8 +291,12 @@ ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes) {
 ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes) {
   if (bytes != checkpoint_bytes(s))
     return ts_error(TS_ERR_INTERNAL, "swe: checkpoint buffer has the wrong size");
-  swe_checkpoint_header h = {.magic = "TSSWE01", .nx = s->nx, .ny = s->ny,
-                             .real_size = (int32_t)s->real_size, .t = s->t, .steps = s->steps};
+  swe_checkpoint_header h = {.magic = "TSSWE01",
+                             .nx = s->nx,
+                             .ny = s->ny,
+                             .real_size = (int32_t)s->real_size,
+                             .t = s->t,
+                             .steps = s->steps};
   char *p = blob;
   memcpy(p, &h, sizeof h);
   p += sizeof h;

@@ -32,7 +32,7 @@ typedef struct swe_case {
   int has_h0, has_hu0, has_hv0, has_friction, has_surface;
   ts_raster surface;
   double *bc_t[4], *bc_q[4];
-  double *out_times;  /* sorted output times up to t_end */
+  double *out_times; /* sorted output times up to t_end */
   int nout;
   int formats[TS_NFORMATS];
   ts_gauges gauges;
@@ -71,8 +71,8 @@ static ts_status read_grid(const swe_case *k, const char *key, ts_raster *r, int
     st = ts_error(TS_ERR_INPUT,
                   "%s: grid %d x %d at (%g, %g), cell %g, differs from the bed grid %d x %d at "
                   "(%g, %g), cell %g",
-                  path, r->ncols, r->nrows, r->xll, r->yll, r->cellsize, k->bed.ncols,
-                  k->bed.nrows, k->bed.xll, k->bed.yll, k->bed.cellsize);
+                  path, r->ncols, r->nrows, r->xll, r->yll, r->cellsize, k->bed.ncols, k->bed.nrows,
+                  k->bed.xll, k->bed.yll, k->bed.cellsize);
     ts_raster_free(r);
   }
   free(path);
@@ -83,7 +83,8 @@ static ts_status read_grid(const swe_case *k, const char *key, ts_raster *r, int
 
 /* Checks a grid of depths: no NaN, no negative value on active cells. The line is that of the
  * row in a file written one row per line (the ESRI layout). */
-static ts_status check_depths(const swe_case *k, const char *key, const ts_raster *r, int nodata_dry) {
+static ts_status check_depths(const swe_case *k, const char *key, const ts_raster *r,
+                              int nodata_dry) {
   for (int j = r->nrows - 1; j >= 0; j--) {
     for (int i = 0; i < r->ncols; i++) {
       double v = r->v[i + (size_t)j * r->ncols];
@@ -94,8 +95,8 @@ static ts_status check_depths(const swe_case *k, const char *key, const ts_raste
       if (!(v >= 0) || ts_raster_is_nodata(r, v)) {
         char *path = NULL;
         TS_CALL(ts_config_path(k->cfg, "swe", key, &path));
-        ts_status st = ts_error(TS_ERR_INPUT, "%s:%d: %s depth %g at column %d of the row",
-                                path, 7 + (r->nrows - 1 - j),
+        ts_status st = ts_error(TS_ERR_INPUT, "%s:%d: %s depth %g at column %d of the row", path,
+                                7 + (r->nrows - 1 - j),
                                 ts_raster_is_nodata(r, v) ? "missing" : "negative", v, i + 1);
         free(path);
         return st;
@@ -343,7 +344,8 @@ static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
     TS_CALL(st);
     k->has_gauges = 1;
     for (int g = 0; g < k->gauges.n; g++)
-      if (ts_raster_is_nodata(&k->bed, k->bed.v[k->gauges.i[g] + (size_t)k->gauges.j[g] * k->bed.ncols]))
+      if (ts_raster_is_nodata(&k->bed,
+                              k->bed.v[k->gauges.i[g] + (size_t)k->gauges.j[g] * k->bed.ncols]))
         return ts_config_error(k->cfg, "output", "gauges", "gauge %s lies on a NODATA cell",
                                k->gauges.id[g]);
   }
@@ -444,8 +446,8 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
     snprintf(title, sizeof title, "t = %g s", t);
     snprintf(files->png, sizeof files->png, "depth_%s.png", tag);
     snprintf(path, sizeof path, "%s/%s", k->out_dir, files->png);
-    TS_CALL(ts_png_write_depth(path, &k->bed, work[4], work[0], k->params.dry_depth, depth_max,
-                               title));
+    TS_CALL(
+        ts_png_write_depth(path, &k->bed, work[4], work[0], k->params.dry_depth, depth_max, title));
   }
   ts_out_var out[5] = {{"h", "water depth", "m", work[0]},
                        {"hu", "unit discharge along x", "m2 s-1", work[1]},
@@ -513,8 +515,7 @@ static ts_status write_gauges(const swe_case *k, const gauge_log *log) {
   return ts_commit_temp(f, tmp, path);
 }
 
-static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work,
-                              char rel[4][64]) {
+static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, char rel[4][64]) {
   ts_swe_var vars[4] = {TS_SWE_MAX_H, TS_SWE_MAX_SPEED, TS_SWE_ARRIVAL, TS_SWE_MAX_ETA};
   const char *names[4] = {"max_h.asc", "max_speed.asc", "arrival.asc", "max_eta.asc"};
   for (int v = 0; v < 4; v++) {
@@ -605,8 +606,8 @@ static ts_status read_checkpoint(const char *path, ts_swe *s, run_state *rs, gau
 
 static double wall_now(void) { return omp_get_wtime(); }
 
-static void progress_line(FILE *out, int tty, const ts_swe *s, double t_end, double dt,
-                          double wall, double cells_steps) {
+static void progress_line(FILE *out, int tty, const ts_swe *s, double t_end, double dt, double wall,
+                          double cells_steps) {
   double t = ts_swe_time(s);
   double rate = wall > 0 ? cells_steps / wall / 1e6 : 0;
   double eta = t > 0 ? wall * (t_end - t) / t : 0;
@@ -626,7 +627,7 @@ static void write_summary_snapshots(ts_json *j, const snapshot_files *snaps, int
     ts_json_key(j, "files");
     ts_json_object_begin(j);
     const char *keys[7] = {"h", "hu", "hv", "eta", "netcdf", "vtk", "png"};
-    const char *vals[7] = {snaps[i].h, snaps[i].hu, snaps[i].hv, snaps[i].eta,
+    const char *vals[7] = {snaps[i].h,      snaps[i].hu,  snaps[i].hv, snaps[i].eta,
                            snaps[i].netcdf, snaps[i].vtk, snaps[i].png};
     for (int f = 0; f < 7; f++) {
       if (!vals[f][0])
@@ -686,7 +687,8 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_
   ts_json_key(&j, "mass_initial"), ts_json_number(&j, rs->volume_initial);
   ts_json_key(&j, "mass_final"), ts_json_number(&j, v_final);
   ts_json_key(&j, "mass_rel_error");
-  ts_json_number(&j, rs->volume_initial > 0 ? (v_final - rs->volume_initial) / rs->volume_initial : 0);
+  ts_json_number(&j,
+                 rs->volume_initial > 0 ? (v_final - rs->volume_initial) / rs->volume_initial : 0);
   ts_json_key(&j, "wet_cells"), ts_json_int(&j, ts_swe_wet_cells(s));
   ts_json_key(&j, "tiles"), ts_json_int(&j, (long long)tx * ty);
   ts_json_key(&j, "active_tiles"), ts_json_int(&j, active_tiles);
@@ -727,7 +729,8 @@ static ts_status run_case(swe_case *k, const ts_swe_case_options *opt, ts_swe *s
   double *work[5] = {0};
   snapshot_files *snaps = calloc((size_t)k->nout, sizeof *snaps);
   gauge_log log = {.width = 1 + 4 * (size_t)(k->has_gauges ? k->gauges.n : 0)};
-  int max_ckpt = k->checkpoint_interval > 0 ? (int)fmin(k->t_end / k->checkpoint_interval + 2, 1e6) : 0;
+  int max_ckpt =
+      k->checkpoint_interval > 0 ? (int)fmin(k->t_end / k->checkpoint_interval + 2, 1e6) : 0;
   char(*checkpoints)[64] = calloc((size_t)max_ckpt + 1, 64);
   ts_status st = snaps && checkpoints ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
   for (int v = 0; v < 5 && st == TS_OK; v++)
@@ -762,7 +765,11 @@ static ts_status run_case(swe_case *k, const ts_swe_case_options *opt, ts_swe *s
     t = ts_swe_time(s);
     if (k->has_gauges && t >= rs.next_gauge) {
       st = record_gauges(k, s, &log);
-      rs.next_gauge = k->gauge_interval > 0 ? rs.next_gauge + k->gauge_interval * ceil((t - rs.next_gauge) / k->gauge_interval + 1e-12) : t;
+      rs.next_gauge =
+          k->gauge_interval > 0
+              ? rs.next_gauge +
+                    k->gauge_interval * ceil((t - rs.next_gauge) / k->gauge_interval + 1e-12)
+              : t;
       if (rs.next_gauge <= t)
         rs.next_gauge = t + (k->gauge_interval > 0 ? k->gauge_interval : 0);
     }
@@ -814,9 +821,8 @@ ts_status ts_swe_case_run(const ts_swe_case_options *opt) {
   ts_swe *s = NULL;
   ts_status st = read_case(&k, opt);
   if (st == TS_OK) {
-    st = ts_swe_create(&s, &k.params, &k.bed, k.has_h0 ? &k.h0 : NULL,
-                       k.has_hu0 ? &k.hu0 : NULL, k.has_hv0 ? &k.hv0 : NULL,
-                       k.has_friction ? &k.friction : NULL);
+    st = ts_swe_create(&s, &k.params, &k.bed, k.has_h0 ? &k.h0 : NULL, k.has_hu0 ? &k.hu0 : NULL,
+                       k.has_hv0 ? &k.hv0 : NULL, k.has_friction ? &k.friction : NULL);
     if (st != TS_OK && st != TS_ERR_NOMEM)
       st = ts_error(st, "%s: %s", opt->case_path, ts_error_message());
   }

@@ -11,10 +11,10 @@ typedef struct ts_swe_case_options {
   const char *case_path;
   const char *const *overrides; /* "section.key=value" from --set */
   int noverrides;
-  const char *out_dir;          /* --out, or NULL for [output] dir */
-  const char *restart;          /* checkpoint to continue from, or NULL */
-  int quiet;                    /* no progress line */
-  FILE *progress;               /* where the progress line goes (stderr) */
+  const char *out_dir; /* --out, or NULL for [output] dir */
+  const char *restart; /* checkpoint to continue from, or NULL */
+  int quiet;           /* no progress line */
+  FILE *progress;      /* where the progress line goes (stderr) */
 } ts_swe_case_options;
 
 /* Runs a case. Input errors are found before any output is written. */

@@ -62,10 +62,10 @@ TS_HD static inline void swe_velocity_range(const ts_real u[3], ts_real *lo, ts_
  * and tangential discharges qn, qt and the cells' velocities u, v; bed_lo and bed_hi are the
  * cell's bed at its two faces. A dry cell (h <= 0) reports zero depth with its own surface as the
  * bed. */
-TS_HD static inline void swe_reconstruct(const ts_real w[3], const ts_real h[3], const ts_real qn[3],
-                                         const ts_real qt[3], const ts_real u[3],
-                                         const ts_real v[3], ts_real bed_lo, ts_real bed_hi,
-                                         ts_real theta, ts_real kappa, swe_side *lo,
+TS_HD static inline void swe_reconstruct(const ts_real w[3], const ts_real h[3],
+                                         const ts_real qn[3], const ts_real qt[3],
+                                         const ts_real u[3], const ts_real v[3], ts_real bed_lo,
+                                         ts_real bed_hi, ts_real theta, ts_real kappa, swe_side *lo,
                                          swe_side *hi) {
   if (!(h[1] > 0)) {
     lo->w = hi->w = w[1];

@@ -41,8 +41,8 @@ static inline void cell_velocity(ts_swe *s, int64_t c) {
   ts_real v = h > 0 ? swe_velocity(A(s->hv)[c], h, kappa) : SWE_R(0);
   A(s->u)[c] = u;
   A(s->v)[c] = v;
-  A(s->char_speed)[c] = h > 0 ? SWE_SQRT(u * u + v * v) + SWE_R(2) * SWE_SQRT((ts_real)s->p.gravity * h)
-                              : SWE_R(0);
+  A(s->char_speed)
+  [c] = h > 0 ? SWE_SQRT(u * u + v * v) + SWE_R(2) * SWE_SQRT((ts_real)s->p.gravity * h) : SWE_R(0);
 }
 
 static void kernels_refresh_velocities(ts_swe *s) {
@@ -63,7 +63,8 @@ static void build_bed(ts_swe *s, const ts_raster *dem) {
   int nx = s->nx, ny = s->ny;
   for (int j = -SWE_GHOST + 1; j < ny + SWE_GHOST; j++) {
     for (int i = -SWE_GHOST + 1; i < nx + SWE_GHOST; i++) {
-      /* cells around corner (i, j), summed as (sw + ne) + (se + nw): symmetric under transposition */
+      /* cells around corner (i, j), summed as (sw + ne) + (se + nw): symmetric under transposition
+       */
       int ci[4] = {i - 1, i, i, i - 1}, cj[4] = {j - 1, j, j - 1, j};
       double z[4] = {0, 0, 0, 0};
       int n = 0;
@@ -193,8 +194,7 @@ static void fill_boundaries(ts_swe *s, double t) {
 /* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y). Inactive
  * neighbours act as mirrors of the cell (reflective walls). */
 static inline void reconstruct_cell(const ts_swe *s, int64_t c, int64_t step, int x_axis,
-                                    ts_real face_lo, ts_real face_hi, swe_side *lo,
-                                    swe_side *hi) {
+                                    ts_real face_lo, ts_real face_hi, swe_side *lo, swe_side *hi) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
   const ts_real *qn_a = A(x_axis ? s->hu : s->hv), *qt_a = A(x_axis ? s->hv : s->hu);
   const ts_real *un_a = A(x_axis ? s->u : s->v), *ut_a = A(x_axis ? s->v : s->u);
@@ -210,8 +210,7 @@ static inline void reconstruct_cell(const ts_swe *s, int64_t c, int64_t step, in
     u[k] = sign * un_a[n];
     v[k] = ut_a[n];
   }
-  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, (ts_real)s->p.theta, swe_kappa(s), lo,
-                  hi);
+  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, (ts_real)s->p.theta, swe_kappa(s), lo, hi);
 }
 
 /* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
@@ -356,7 +355,8 @@ static void compute_drain(ts_swe *s, ts_real dt) {
         ts_real out = dt * (out_x * rdx + out_y * rdy);
         ts_real h = swe_max(SWE_R(0), w[c] - bed[c]);
         drain[c] = out > h ? h / out : SWE_R(1);
-        ts_real around = swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - s->row], cs[c + s->row]));
+        ts_real around =
+            swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - s->row], cs[c + s->row]));
         cap[c] = swe_max(cs[c], around);
       }
     }
@@ -393,75 +393,74 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
     int i0, i1, j0, j1;
     tile_range(s, s->tile_list[t], &i0, &i1, &j0, &j1);
     for (int j = j0; j < j1; j++) {
-    for (int i = i0; i < i1; i++) {
-      int64_t c = swe_index(s, i, j);
-      if (!s->active[c])
-        continue;
-      if (save) {
-        w0[c] = w[c];
-        hu0[c] = hu[c];
-        hv0[c] = hv[c];
-      }
-      ts_real le = face_limit(drain, fx0[c + 1], c, c + 1);
-      ts_real lw = face_limit(drain, fx0[c], c - 1, c);
-      ts_real ln = face_limit(drain, fy0[c + row], c, c + row);
-      ts_real ls = face_limit(drain, fy0[c], c - row, c);
-      ts_real rx_w = -(le * fx0[c + 1] - lw * fx0[c]) * rdx;
-      ts_real ry_w = -(ln * fy0[c + row] - ls * fy0[c]) * rdy;
-      ts_real rx_hu = (sx[c] - (le * fx1[c + 1] - lw * fx1[c])) * rdx;
-      ts_real ry_hu = -(ln * fy2[c + row] - ls * fy2[c]) * rdy;
-      ts_real rx_hv = -(le * fx2[c + 1] - lw * fx2[c]) * rdx;
-      ts_real ry_hv = (sy[c] - (ln * fy1[c + row] - ls * fy1[c])) * rdy;
-      ts_real dw = dt * (rx_w + ry_w);
-      ts_real wn = w[c] + dw;
-      ts_real qx = hu[c] + dt * (rx_hu + ry_hu);
-      ts_real qy = hv[c] + dt * (rx_hv + ry_hv);
-      bad |= !isfinite(wn) || !isfinite(qx) || !isfinite(qy);
-      ts_real h = wn - bed[c];
-      if (!(h > 0)) {
-        wn = bed[c];
-        dw = bed[c] - w[c];
-        h = 0;
-        qx = qy = 0;
-      } else {
-        ts_real u = swe_velocity(qx, h, kappa), v = swe_velocity(qy, h, kappa);
-        ts_real speed = SWE_SQRT(u * u + v * v);
-        if (speed > cap[c]) {
-          ts_real scale = cap[c] / speed;
-          u *= scale;
-          v *= scale;
-          speed = cap[c];
+      for (int i = i0; i < i1; i++) {
+        int64_t c = swe_index(s, i, j);
+        if (!s->active[c])
+          continue;
+        if (save) {
+          w0[c] = w[c];
+          hu0[c] = hu[c];
+          hv0[c] = hv[c];
         }
-        ts_real f = swe_friction_factor(kind, fric ? fric[c] : fric_const, h,
-                                        speed, g, dt);
-        qx = h * u * f;
-        qy = h * v * f;
-      }
-      if (average) {
-        qx = SWE_R(0.5) * (hu0[c] + qx);
-        qy = SWE_R(0.5) * (hv0[c] + qy);
-      }
-      if (last) {
-        /* The step's surface change is added to the start value with compensated (Kahan)
-         * summation: in float the change of a slowly draining reservoir is a fraction of an
-         * ulp of its surface, and plain rounding would drop it in every cell alike. */
-        ts_real base = average ? w0[c] : w[c];
-        ts_real change = average ? SWE_R(0.5) * ((w[c] - w0[c]) + dw) : dw;
-        ts_real y = change + carry[c];
-        wn = base + y;
-        carry[c] = y - (wn - base);
-        if (!(wn > bed[c])) {
+        ts_real le = face_limit(drain, fx0[c + 1], c, c + 1);
+        ts_real lw = face_limit(drain, fx0[c], c - 1, c);
+        ts_real ln = face_limit(drain, fy0[c + row], c, c + row);
+        ts_real ls = face_limit(drain, fy0[c], c - row, c);
+        ts_real rx_w = -(le * fx0[c + 1] - lw * fx0[c]) * rdx;
+        ts_real ry_w = -(ln * fy0[c + row] - ls * fy0[c]) * rdy;
+        ts_real rx_hu = (sx[c] - (le * fx1[c + 1] - lw * fx1[c])) * rdx;
+        ts_real ry_hu = -(ln * fy2[c + row] - ls * fy2[c]) * rdy;
+        ts_real rx_hv = -(le * fx2[c + 1] - lw * fx2[c]) * rdx;
+        ts_real ry_hv = (sy[c] - (ln * fy1[c + row] - ls * fy1[c])) * rdy;
+        ts_real dw = dt * (rx_w + ry_w);
+        ts_real wn = w[c] + dw;
+        ts_real qx = hu[c] + dt * (rx_hu + ry_hu);
+        ts_real qy = hv[c] + dt * (rx_hv + ry_hv);
+        bad |= !isfinite(wn) || !isfinite(qx) || !isfinite(qy);
+        ts_real h = wn - bed[c];
+        if (!(h > 0)) {
           wn = bed[c];
-          carry[c] = 0;
+          dw = bed[c] - w[c];
+          h = 0;
           qx = qy = 0;
+        } else {
+          ts_real u = swe_velocity(qx, h, kappa), v = swe_velocity(qy, h, kappa);
+          ts_real speed = SWE_SQRT(u * u + v * v);
+          if (speed > cap[c]) {
+            ts_real scale = cap[c] / speed;
+            u *= scale;
+            v *= scale;
+            speed = cap[c];
+          }
+          ts_real f = swe_friction_factor(kind, fric ? fric[c] : fric_const, h, speed, g, dt);
+          qx = h * u * f;
+          qy = h * v * f;
         }
+        if (average) {
+          qx = SWE_R(0.5) * (hu0[c] + qx);
+          qy = SWE_R(0.5) * (hv0[c] + qy);
+        }
+        if (last) {
+          /* The step's surface change is added to the start value with compensated (Kahan)
+           * summation: in float the change of a slowly draining reservoir is a fraction of an
+           * ulp of its surface, and plain rounding would drop it in every cell alike. */
+          ts_real base = average ? w0[c] : w[c];
+          ts_real change = average ? SWE_R(0.5) * ((w[c] - w0[c]) + dw) : dw;
+          ts_real y = change + carry[c];
+          wn = base + y;
+          carry[c] = y - (wn - base);
+          if (!(wn > bed[c])) {
+            wn = bed[c];
+            carry[c] = 0;
+            qx = qy = 0;
+          }
+        }
+        bad |= !isfinite(qx) || !isfinite(qy);
+        w[c] = wn;
+        hu[c] = qx;
+        hv[c] = qy;
+        cell_velocity(s, c);
       }
-      bad |= !isfinite(qx) || !isfinite(qy);
-      w[c] = wn;
-      hu[c] = qx;
-      hv[c] = qy;
-      cell_velocity(s, c);
-    }
     }
   }
   return bad;
@@ -485,7 +484,8 @@ static ts_status kernels_step(ts_swe *s, double dt_max, double *dt_taken) {
       clamped = !(lim < dt_max);
       dt = (ts_real)(clamped ? dt_max : lim);
       if (!(dt > 0))
-        return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", (double)dt, s->t);
+        return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", (double)dt,
+                        s->t);
     }
     impose_inflow(s, t_stage);
     compute_drain(s, dt);
@@ -622,7 +622,8 @@ static void kernels_update_diagnostics(ts_swe *s) {
     for (int dy = -1; dy <= 1 && !on; dy++)
       for (int dx = -1; dx <= 1 && !on; dx++) {
         int x = tx + dx, y = ty + dy;
-        on = x >= 0 && y >= 0 && x < s->tiles_x && y < s->tiles_y && s->tile_wet[y * s->tiles_x + x];
+        on =
+            x >= 0 && y >= 0 && x < s->tiles_x && y < s->tiles_y && s->tile_wet[y * s->tiles_x + x];
       }
     s->tile_active[k] = (unsigned char)on;
     active += on;
