@@ -114,6 +114,7 @@ static void level_test(void) {
   CHECK(fabs(ts_swe_volume(s) - vexp) < 0.01 * vexp, "level: volume %.3f within 1%% of %.3f m3",
         ts_swe_volume(s), vexp);
   free(eta), free(h), free(zb);
+  val_raster_free(&bed);
   ts_swe_destroy(s);
 }
 
