@@ -22,10 +22,10 @@ struct ts_config {
   char *dir; /* directory of the case file, for relative paths */
   config_entry *entries;
   int n, cap;
-  int reader_line;  /* lines read so far by the counting reader */
-  int section_line; /* line of the last [section] header read */
-  ts_status status; /* first error met while parsing */
-  int status_line;  /* its line */
+  int reader_line;   /* lines read so far by the counting reader */
+  int line_indented; /* the line just read starts with white space */
+  ts_status status;  /* first error met while parsing */
+  int status_line;   /* its line */
 };
 
 static char *dup_string(const char *s) {
@@ -108,8 +108,7 @@ static ts_status add_entry(ts_config *c, const char *section, const char *key, c
   char hint[96];
   if (!schema_key(section, NULL)) {
     suggestion(NULL, section, hint, sizeof hint);
-    return line ? location_error(c, c->section_line ? c->section_line : line,
-                                 "unknown section [%s]%s", section, hint)
+    return line ? location_error(c, line, "unknown section [%s]%s", section, hint)
                 : ts_error(TS_ERR_INPUT, "%s: unknown section [%s]%s", origin, section, hint);
   }
   if (!schema_key(section, key)) {
@@ -147,11 +146,17 @@ static int config_handler(void *user, const char *section, const char *name, con
   ts_config *c = user;
   if (c->status != TS_OK)
     return 0;
-  if (!section[0]) {
+  const config_entry *last = c->n ? &c->entries[c->n - 1] : NULL;
+  if (c->line_indented && last && last->line > 0 && last->line < c->reader_line &&
+      strcmp(last->section, section) == 0 && strcmp(last->key, name) == 0)
+    c->status = location_error(c, c->reader_line,
+                               "indented line continues [%s] %s (multi-line values are not "
+                               "supported; remove the indentation)",
+                               section, name);
+  else if (!section[0])
     c->status = location_error(c, c->reader_line, "key '%s' outside any [section]", name);
-    return 0;
-  }
-  c->status = add_entry(c, section, name, value ? value : "", c->reader_line, NULL);
+  else
+    c->status = add_entry(c, section, name, value ? value : "", c->reader_line, NULL);
   if (c->status != TS_OK)
     c->status_line = c->reader_line;
   return c->status == TS_OK;
@@ -162,26 +167,57 @@ typedef struct line_reader {
   ts_config *c;
 } line_reader;
 
-/* fgets that counts lines; a line longer than the buffer is an error, not two lines. */
+/* Records a parse error at the current line unless an earlier one was met. */
+static void reader_error(ts_config *c, ts_status st) {
+  if (c->status == TS_OK) {
+    c->status = st;
+    c->status_line = c->reader_line;
+  }
+}
+
+/* Checks a "[name]" header line the way inih reads it: the name is everything between '[' and
+ * the first ']'. A line without ']' is left to inih, which reports a syntax error. */
+static void check_section_header(ts_config *c, const char *header) {
+  const char *close = strchr(header + 1, ']');
+  if (!close)
+    return;
+  char name[64];
+  snprintf(name, sizeof name, "%.*s", (int)(close - header - 1), header + 1);
+  if (schema_key(name, NULL))
+    return;
+  char hint[96];
+  suggestion(NULL, name, hint, sizeof hint);
+  reader_error(c, location_error(c, c->reader_line, "unknown section [%s]%s", name, hint));
+}
+
+/* fgets that counts lines, so the handler knows the line of each key; also rejects unknown
+ * section headers (inih reports no event for a section without keys) and over-long lines. */
 static char *counting_reader(char *str, int num, void *stream) {
   line_reader *r = stream;
+  ts_config *c = r->c;
+  if (c->status != TS_OK)
+    return NULL;
   char *s = fgets(str, num, r->f);
   if (!s)
     return NULL;
-  r->c->reader_line++;
+  c->reader_line++;
   const char *first = s;
+  if (c->reader_line == 1 && strncmp(first, "\xEF\xBB\xBF", 3) == 0)
+    first += 3; /* UTF-8 byte order mark */
+  c->line_indented = isspace((unsigned char)*first) != 0;
   while (isspace((unsigned char)*first))
     first++;
-  if (*first == '[')
-    r->c->section_line = r->c->reader_line;
   size_t len = strlen(s);
-  if (len + 1 == (size_t)num && s[len - 1] != '\n' && !feof(r->f)) {
-    if (r->c->status == TS_OK)
-      r->c->status =
-          location_error(r->c, r->c->reader_line, "line longer than %d characters", num - 2);
-    return NULL;
+  if (len + 1 == (size_t)num && s[len - 1] != '\n') {
+    int next = fgetc(r->f);
+    if (next != EOF && next != '\n') {
+      reader_error(c, location_error(c, c->reader_line, "line longer than %d characters", num - 1));
+      return NULL;
+    }
   }
-  return s;
+  if (*first == '[')
+    check_section_header(c, first);
+  return c->status == TS_OK ? s : NULL;
 }
 
 ts_status ts_config_load(ts_config **out, const char *path) {
@@ -265,11 +301,11 @@ ts_status ts_config_set(ts_config *c, const char *assignment) {
   snprintf(origin, sizeof origin, "--set %s", assignment);
   for (int k = 0; k < c->n; k++) {
     if (strcmp(c->entries[k].section, section) == 0 && strcmp(c->entries[k].key, key) == 0) {
+      if (!*value)
+        return ts_error(TS_ERR_INPUT, "%s: [%s] %s has no value", origin, section, key);
       char *v = dup_string(value);
       if (!v)
         return ts_error(TS_ERR_NOMEM, "out of memory");
-      if (!*value)
-        return ts_error(TS_ERR_INPUT, "%s: [%s] %s has no value", origin, section, key);
       free(c->entries[k].value);
       c->entries[k].value = v;
       c->entries[k].line = 0;
@@ -388,33 +424,39 @@ ts_status ts_config_double_list(const ts_config *c, const char *section, const c
   *out = NULL;
   if (!e)
     return TS_OK;
-  size_t len = strlen(e->value);
-  double *v = malloc(sizeof(double) * (len / 2 + 1));
+  size_t items = 1;
+  for (const char *p = e->value; *p; p++)
+    items += *p == ',';
+  double *v = malloc(sizeof(double) * items);
   char *copy = dup_string(e->value);
   if (!v || !copy) {
     free(v);
     free(copy);
     return ts_error(TS_ERR_NOMEM, "out of memory");
   }
-  int count = 0;
-  char *save = NULL;
-  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    trim(tok);
-    if (!parse_number(tok, &v[count])) {
-      char msg[300];
-      snprintf(msg, sizeof msg, "'%.200s' is not a number", tok);
-      free(v);
-      free(copy);
-      return entry_error(c, e, msg);
+  ts_status st = TS_OK;
+  char *item = copy;
+  for (size_t k = 0; k < items && st == TS_OK; k++) {
+    char *comma = strchr(item, ',');
+    if (comma)
+      *comma = '\0';
+    trim(item);
+    char msg[300];
+    if (!*item) {
+      snprintf(msg, sizeof msg, "item %zu of the list is empty", k + 1);
+      st = entry_error(c, e, msg);
+    } else if (!parse_number(item, &v[k])) {
+      snprintf(msg, sizeof msg, "'%.200s' is not a number", item);
+      st = entry_error(c, e, msg);
     }
-    count++;
+    item = comma ? comma + 1 : item;
   }
   free(copy);
-  if (count == 0) {
+  if (st != TS_OK) {
     free(v);
-    return entry_error(c, e, "expected a comma-separated list of numbers");
+    return st;
   }
-  *n = count;
+  *n = (int)items;
   *out = v;
   return TS_OK;
 }

@@ -13,9 +13,9 @@ static const ts_config_key schema[] = {
     {"swe", "initial_surface", "", "(none)",
      "initial water-surface elevation grid (m); NODATA or below the bed: dry"},
     {"swe", "initial_depth", "", "(none)",
-     "initial water depth grid (m), instead of initial_surface"},
-    {"swe", "initial_hu", "", "0", "initial unit discharge along x grid (m2/s)"},
-    {"swe", "initial_hv", "", "0", "initial unit discharge along y grid (m2/s)"},
+     "initial water depth grid (m), instead of initial_surface; >= 0, no NODATA"},
+    {"swe", "initial_hu", "", "0", "initial unit discharge along x grid (m2/s); NODATA: 0"},
+    {"swe", "initial_hv", "", "0", "initial unit discharge along y grid (m2/s); NODATA: 0"},
     {"swe", "manning", "s/m^(1/3)", "0", "Manning n: a number or a grid file"},
     {"swe", "chezy", "m^(1/2)/s", "(none)",
      "Chezy C: a number or a grid file (instead of manning)"},
@@ -54,7 +54,8 @@ static const ts_config_key schema[] = {
     {"output", "maxima", "", "on", "write max_h, max_speed, max_eta and arrival grids: on or off"},
     {"output", "checkpoint_interval", "s", "0",
      "write a checkpoint every interval seconds (0: none)"},
-    {"output", "png_depth_max", "m", "0", "top of the PNG colour bar (0: automatic)"},
+    {"output", "png_depth_max", "m", "0",
+     "top of the PNG colour bar (0: the largest depth at t = 0, or 1 m if dry)"},
 };
 
 const ts_config_key *ts_config_schema(int *n) {

@@ -44,7 +44,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(list);
   if (ts_config_path(c, "swe", "bed", &path) == TS_OK)
     free(path);
+  if (ts_config_has(c, "swe", "manning") && !ts_config_is_number(c, "swe", "manning"))
+    ts_config_error(c, "swe", "manning", "not a number: %s", "grid");
   ts_config_set(c, "time.cfl=0.2");
+  ts_config_set(c, "swe.bed=");
   ts_config_free(c);
   return 0;
 }

@@ -130,9 +130,14 @@ int main(void) {
   write_grid("bed.asc", 8, 6, "1", "x1");
   expect("malformed grid", "case.ini", 2, "bed.asc:9:", NULL);
   write_grid("depth.asc", 7, 6, "0.5", NULL);
-  expect("grids of different shape", "case.ini", 2, "depth.asc", "differs");
+  expect("grids of different shape", "case.ini", 2, "depth.asc", "differs from the bed");
   write_grid("depth.asc", 8, 6, "0.5", "-2");
-  expect("negative depth", "case.ini", 2, "depth.asc:9:", "negative");
+  expect("negative depth", "case.ini", 2, "depth.asc:9:", "negative depth -2 at row 3, column 4");
+  write_grid("depth.asc", 8, 6, "0.5", "-9999");
+  expect("NODATA depth", "case.ini", 2, "depth.asc:9:", "missing depth");
+  write_grid("n.asc", 8, 6, "0.03", "-1");
+  expect("negative friction grid", "case.ini --set swe.manning=n.asc", 2,
+         "n.asc:9:", "negative friction");
   write_grid("depth.asc", 8, 6, "0.5", "nan");
   expect("NaN depth", "case.ini", 2, "depth.asc:9:", NULL);
   write_file("gauges.csv", "id,x,y\ng1,35,25\ng2,500,25\n");
@@ -142,6 +147,19 @@ int main(void) {
   write_file("case.ini", "[model]\ntype = swe\n[time]\nend = 5\n[swe]\nbed = bed.asc\n"
                          "[boundary]\nwest = level\n");
   expect("level without its level", "case.ini", 2, "case.ini:8:", "west_level");
+  write_file("case.ini", "[model]\ntype = swe\n[time]\nend = 5\n[swe]\nbed = bed.asc\n"
+                         "[output]\nformats = asc, jpeg\n");
+  expect("unknown format", "case.ini", 2, "case.ini:8:", "jpeg");
+  write_file("case.ini", "[model]\ntype = swe\n[time]\nend = 5\n[swe]\nbed = bed.asc\n"
+                         "initial_depth = depth.asc\ninitial_surface = bed.asc\n");
+  expect("surface and depth", "case.ini", 2, "case.ini:7:", "not both");
+  write_file("case.ini", "[model]\ntype = swe\n[time]\nend = 5\ncfl = 0.7\n");
+  expect("cfl out of range", "case.ini", 2, "case.ini:5:", "cfl");
+  write_file("case.ini", "[model]\ntype = swe\n[swe]\nbed = bed.asc\n");
+  expect("no end time", "case.ini", 2, "case.ini", "[time] end is required");
+  write_file("not_a_checkpoint.tsc", "TESSERA-CKPT but not really\n");
+  expect("bad checkpoint", "case.ini --restart not_a_checkpoint.tsc", 2, "not_a_checkpoint.tsc",
+         "checkpoint");
 
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0)

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "tessera/config.h"
 #include "tessera/io.h"
@@ -21,6 +22,7 @@
 enum { FMT_ASC, FMT_NETCDF, FMT_VTK, FMT_PNG };
 static const char *const format_names[] = {"asc", "netcdf", "vtk", "png", NULL};
 static const char *const side_names[4] = {"west", "east", "south", "north"};
+static const double OUTPUT_NODATA = -9999; /* NODATA of every grid written */
 
 /* Everything a run needs, read and checked before the first output. */
 typedef struct swe_case {
@@ -28,6 +30,7 @@ typedef struct swe_case {
   ts_swe_params params;
   double t_end;
   long max_steps;
+  char *bed_path;
   ts_raster bed, h0, hu0, hv0, friction;
   int has_h0, has_hu0, has_hv0, has_friction, has_surface;
   ts_raster surface;
@@ -48,12 +51,12 @@ typedef struct gauge_log {
   size_t n, cap, width;
 } gauge_log;
 
-/* State of the time loop that a checkpoint must carry besides the solver. */
+/* State of the time loop that a checkpoint must carry besides the solver (the next output is
+ * found again from the time). */
 typedef struct run_state {
   int next_output;
   double next_gauge, next_checkpoint;
   double volume_initial;
-  int64_t nsnap_written;
 } run_state;
 
 /* ------------------------------------------------------------------ reading the case */
@@ -69,10 +72,10 @@ static ts_status read_grid(const swe_case *k, const char *key, ts_raster *r, int
     st = TS_ERR_INPUT; /* an input grid that cannot be read is bad input (exit code 2) */
   if (st == TS_OK && k->bed.v && !ts_raster_same_geometry(&k->bed, r)) {
     st = ts_error(TS_ERR_INPUT,
-                  "%s: grid %d x %d at (%g, %g), cell %g, differs from the bed grid %d x %d at "
+                  "%s: grid %d x %d at (%g, %g), cell %g, differs from the bed %s: %d x %d at "
                   "(%g, %g), cell %g",
-                  path, r->ncols, r->nrows, r->xll, r->yll, r->cellsize, k->bed.ncols, k->bed.nrows,
-                  k->bed.xll, k->bed.yll, k->bed.cellsize);
+                  path, r->ncols, r->nrows, r->xll, r->yll, r->cellsize, k->bed_path, k->bed.ncols,
+                  k->bed.nrows, k->bed.xll, k->bed.yll, k->bed.cellsize);
     ts_raster_free(r);
   }
   free(path);
@@ -81,26 +84,66 @@ static ts_status read_grid(const swe_case *k, const char *key, ts_raster *r, int
   return st;
 }
 
-/* Checks a grid of depths: no NaN, no negative value on active cells. The line is that of the
- * row in a file written one row per line (the ESRI layout). */
-static ts_status check_depths(const swe_case *k, const char *key, const ts_raster *r,
-                              int nodata_dry) {
+/* Line of the value with file order `index` (north row first) in an ESRI ASCII grid, plain or
+ * gzipped: header lines start with a letter, values follow. 0 if it cannot be told. */
+static long asc_value_line(const char *path, int64_t index) {
+  gzFile f = gzopen(path, "rb");
+  if (!f)
+    return 0;
+  long line = 1, found = 0;
+  int64_t values = 0;
+  int c, in_token = 0, line_start = 1, header_line = 0;
+  while (!found && (c = gzgetc(f)) != -1) {
+    int space = c == ' ' || c == '\t' || c == '\r' || c == '\n';
+    if (!space && !in_token) {
+      if (line_start)
+        header_line = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+      if (!header_line && values++ == index)
+        found = line;
+      line_start = 0;
+    }
+    in_token = !space;
+    if (c == '\n') {
+      line++;
+      line_start = 1;
+      header_line = 0;
+    }
+  }
+  gzclose(f);
+  return found;
+}
+
+/* An error about the value of grid cell (i, j) of the grid file of [swe] key: "FILE:LINE: what
+ * at row R, column C" with R counted from the north as in the file. */
+static ts_status grid_value_error(const swe_case *k, const char *key, const ts_raster *r, int i,
+                                  int j, const char *what) {
+  char *path = NULL;
+  TS_CALL(ts_config_path(k->cfg, "swe", key, &path));
+  int row = r->nrows - j;
+  long line = asc_value_line(path, (int64_t)(row - 1) * r->ncols + i);
+  ts_status st =
+      line > 0
+          ? ts_error(TS_ERR_INPUT, "%s:%ld: %s at row %d, column %d", path, line, what, row, i + 1)
+          : ts_error(TS_ERR_INPUT, "%s: %s at row %d, column %d", path, what, row, i + 1);
+  free(path);
+  return st;
+}
+
+/* Checks a grid of depths: no negative or missing (NODATA) value on active cells. */
+static ts_status check_depths(const swe_case *k, const char *key, const ts_raster *r) {
   for (int j = r->nrows - 1; j >= 0; j--) {
     for (int i = 0; i < r->ncols; i++) {
       double v = r->v[i + (size_t)j * r->ncols];
       if (ts_raster_is_nodata(&k->bed, k->bed.v[i + (size_t)j * r->ncols]))
         continue;
-      if (ts_raster_is_nodata(r, v) && nodata_dry)
+      char what[64];
+      if (ts_raster_is_nodata(r, v))
+        snprintf(what, sizeof what, "missing depth (NODATA) on an active cell");
+      else if (v < 0)
+        snprintf(what, sizeof what, "negative depth %g", v);
+      else
         continue;
-      if (!(v >= 0) || ts_raster_is_nodata(r, v)) {
-        char *path = NULL;
-        TS_CALL(ts_config_path(k->cfg, "swe", key, &path));
-        ts_status st = ts_error(TS_ERR_INPUT, "%s:%d: %s depth %g at column %d of the row", path,
-                                7 + (r->nrows - 1 - j),
-                                ts_raster_is_nodata(r, v) ? "missing" : "negative", v, i + 1);
-        free(path);
-        return st;
-      }
+      return grid_value_error(k, key, r, i, j, what);
     }
   }
   return TS_OK;
@@ -122,13 +165,17 @@ static ts_status read_friction(swe_case *k) {
     return TS_OK;
   }
   TS_CALL(read_grid(k, key, &k->friction, &k->has_friction));
-  for (int c = 0; c < k->friction.ncols * k->friction.nrows; c++) {
-    if (ts_raster_is_nodata(&k->bed, k->bed.v[c]))
-      continue;
-    if (!(k->friction.v[c] >= 0) || ts_raster_is_nodata(&k->friction, k->friction.v[c]))
-      return ts_config_error(k->cfg, "swe", key,
-                             "the grid holds a missing or negative coefficient at cell %d", c);
-  }
+  const ts_raster *r = &k->friction;
+  for (int j = r->nrows - 1; j >= 0; j--)
+    for (int i = 0; i < r->ncols; i++) {
+      double v = r->v[i + (size_t)j * r->ncols];
+      if (ts_raster_is_nodata(&k->bed, k->bed.v[i + (size_t)j * r->ncols]))
+        continue;
+      if (ts_raster_is_nodata(r, v) || v < 0)
+        return grid_value_error(k, key, r, i, j,
+                                ts_raster_is_nodata(r, v) ? "missing friction coefficient (NODATA)"
+                                                          : "negative friction coefficient");
+    }
   return TS_OK;
 }
 
@@ -183,9 +230,9 @@ static ts_status read_output_times(swe_case *k) {
   TS_CALL(ts_config_double_list(k->cfg, "output", "times", &n, &times));
   TS_CALL(ts_config_double(k->cfg, "output", "interval", 0, &interval));
   for (int i = 0; i < n; i++)
-    if (!(times[i] > 0)) {
+    if (!(times[i] >= 0)) {
       free(times);
-      return ts_config_error(k->cfg, "output", "times", "output times must be positive");
+      return ts_config_error(k->cfg, "output", "times", "output times must be >= 0");
     }
   if (ts_config_has(k->cfg, "output", "interval") && !(interval > 0)) {
     free(times);
@@ -223,8 +270,11 @@ static ts_status read_formats(swe_case *k) {
   const char *value;
   TS_CALL(ts_config_string(k->cfg, "output", "formats", "asc, png", &value));
   char buf[256];
+  if (strlen(value) >= sizeof buf)
+    return ts_config_error(k->cfg, "output", "formats", "too long");
   snprintf(buf, sizeof buf, "%s", value);
   memset(k->formats, 0, sizeof k->formats);
+  int count = 0;
   char *save = NULL;
   for (char *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
     int found = -1;
@@ -235,13 +285,20 @@ static ts_status read_formats(swe_case *k) {
       return ts_config_error(k->cfg, "output", "formats",
                              "unknown format '%s' (choose from asc, netcdf, vtk, png)", tok);
     k->formats[found] = 1;
+    count++;
   }
+  if (count == 0)
+    return ts_config_error(k->cfg, "output", "formats", "no format given");
   return TS_OK;
 }
 
 /* Creates the output directory (and parents) and checks that a file can be written in it. */
 static ts_status prepare_out_dir(const char *dir) {
   char path[4096];
+  if (!dir[0])
+    return ts_error(TS_ERR_INPUT, "the output directory name is empty");
+  if (strlen(dir) >= sizeof path - 32)
+    return ts_error(TS_ERR_INPUT, "%.64s...: output directory name too long", dir);
   snprintf(path, sizeof path, "%s", dir);
   for (char *p = path + 1; *p; p++) {
     if (*p != '/')
@@ -320,6 +377,7 @@ static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
   int has_bed;
   if (!ts_config_has(k->cfg, "swe", "bed"))
     return ts_error(TS_ERR_INPUT, "%s: [swe] bed is required", opt->case_path);
+  TS_CALL(ts_config_path(k->cfg, "swe", "bed", &k->bed_path));
   TS_CALL(read_grid(k, "bed", &k->bed, &has_bed));
   if (ts_config_has(k->cfg, "swe", "initial_surface") &&
       ts_config_has(k->cfg, "swe", "initial_depth"))
@@ -328,7 +386,7 @@ static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
   TS_CALL(read_grid(k, "initial_surface", &k->surface, &k->has_surface));
   TS_CALL(read_grid(k, "initial_depth", &k->h0, &k->has_h0));
   if (k->has_h0)
-    TS_CALL(check_depths(k, "initial_depth", &k->h0, 0));
+    TS_CALL(check_depths(k, "initial_depth", &k->h0));
   TS_CALL(read_grid(k, "initial_hu", &k->hu0, &k->has_hu0));
   TS_CALL(read_grid(k, "initial_hv", &k->hv0, &k->has_hv0));
   TS_CALL(read_friction(k));
@@ -350,11 +408,17 @@ static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
                                k->gauges.id[g]);
   }
   TS_CALL(ts_config_double(k->cfg, "output", "gauge_interval", 0, &k->gauge_interval));
+  if (k->gauge_interval < 0)
+    return ts_config_error(k->cfg, "output", "gauge_interval", "must be >= 0");
   TS_CALL(ts_config_double(k->cfg, "output", "checkpoint_interval", 0, &k->checkpoint_interval));
+  if (k->checkpoint_interval < 0)
+    return ts_config_error(k->cfg, "output", "checkpoint_interval", "must be >= 0");
+  if (k->checkpoint_interval > 0 && k->t_end / k->checkpoint_interval > 100000)
+    return ts_config_error(k->cfg, "output", "checkpoint_interval",
+                           "gives more than 100000 checkpoints");
   TS_CALL(ts_config_double(k->cfg, "output", "png_depth_max", 0, &k->png_depth_max));
-  if (k->gauge_interval < 0 || k->checkpoint_interval < 0 || k->png_depth_max < 0)
-    return ts_error(TS_ERR_INPUT, "%s: [output] intervals and png_depth_max must be >= 0",
-                    opt->case_path);
+  if (k->png_depth_max < 0)
+    return ts_config_error(k->cfg, "output", "png_depth_max", "must be >= 0");
   static const char *const onoff[] = {"off", "on", NULL};
   TS_CALL(ts_config_choice(k->cfg, "output", "maxima", 1, onoff, &k->maxima));
 
@@ -386,6 +450,7 @@ static void free_case(swe_case *k) {
     free(k->bc_q[side]);
   }
   free(k->out_times);
+  free(k->bed_path);
   if (k->has_gauges)
     ts_gauges_free(&k->gauges);
   free(k->out_dir);
@@ -404,6 +469,7 @@ static void time_tag(double t, char *out, size_t size) {
 static ts_status write_grid(const swe_case *k, const char *dir, const char *name,
                             const double *values, char *rel, size_t relsize) {
   ts_raster r = k->bed;
+  r.nodata = OUTPUT_NODATA;
   r.v = (double *)values;
   snprintf(rel, relsize, "%s", name);
   char path[4096];
@@ -411,12 +477,12 @@ static ts_status write_grid(const swe_case *k, const char *dir, const char *name
   return ts_asc_write(path, &r, k->params.precision == TS_DOUBLE ? 17 : 9);
 }
 
-/* Grid of a variable with NaN (inactive or missing) replaced by the bed's NODATA value. */
+/* Grid of a variable with NaN (inactive or missing) replaced by OUTPUT_NODATA. */
 static void to_nodata(const swe_case *k, double *v) {
   size_t n = (size_t)k->bed.ncols * k->bed.nrows;
   for (size_t c = 0; c < n; c++)
     if (isnan(v[c]))
-      v[c] = k->bed.nodata;
+      v[c] = OUTPUT_NODATA;
 }
 
 typedef struct snapshot_files {
@@ -434,20 +500,12 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
   for (int v = 0; v < 5; v++)
     TS_CALL(ts_swe_get(s, vars[v], work[v]));
   if (k->formats[FMT_PNG]) {
-    double depth_max = k->png_depth_max;
-    if (!(depth_max > 0)) {
-      size_t n = (size_t)k->bed.ncols * k->bed.nrows;
-      for (size_t c = 0; c < n; c++)
-        if (work[0][c] > depth_max)
-          depth_max = work[0][c];
-      depth_max = depth_max > 0 ? depth_max : 1.0;
-    }
     char title[64], path[4096];
     snprintf(title, sizeof title, "t = %g s", t);
     snprintf(files->png, sizeof files->png, "depth_%s.png", tag);
     snprintf(path, sizeof path, "%s/%s", k->out_dir, files->png);
-    TS_CALL(
-        ts_png_write_depth(path, &k->bed, work[4], work[0], k->params.dry_depth, depth_max, title));
+    TS_CALL(ts_png_write_depth(path, &k->bed, work[4], work[0], k->params.dry_depth,
+                               k->png_depth_max, title));
   }
   ts_out_var out[5] = {{"h", "water depth", "m", work[0]},
                        {"hu", "unit discharge along x", "m2 s-1", work[1]},
@@ -528,7 +586,20 @@ static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, 
 
 /* ------------------------------------------------------------------ checkpoints */
 
-static const char checkpoint_magic[16] = "TESSERA-CKPT-01";
+/* A checkpoint file holds, in the byte order of the machine that wrote it: the magic
+ * "TESSERA-CKPT", a format version, the grid size and precision (checked on restart), the loop
+ * state (next gauge and checkpoint times, initial volume), the gauge records so far, and the
+ * solver's own checkpoint blob. */
+static const char checkpoint_magic[12] = {'T', 'E', 'S', 'S', 'E', 'R',
+                                          'A', '-', 'C', 'K', 'P', 'T'};
+enum { CHECKPOINT_VERSION = 1 };
+
+typedef struct checkpoint_header {
+  char magic[12];
+  int32_t version, ncols, nrows, precision;
+  double next_gauge, next_checkpoint, volume_initial;
+  uint64_t gauge_rows, gauge_width, solver_bytes;
+} checkpoint_header;
 
 static ts_status write_checkpoint(const swe_case *k, const ts_swe *s, const run_state *rs,
                                   const gauge_log *log, double tag_time, char *rel,
@@ -547,57 +618,84 @@ static ts_status write_checkpoint(const swe_case *k, const ts_swe *s, const run_
   if (st == TS_OK && !f)
     st = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
   if (st == TS_OK) {
-    uint64_t nrows = log->n, width = log->width;
-    fwrite(checkpoint_magic, 1, sizeof checkpoint_magic, f);
-    fwrite(rs, sizeof *rs, 1, f);
-    fwrite(&nrows, sizeof nrows, 1, f);
-    fwrite(&width, sizeof width, 1, f);
-    if (nrows)
-      fwrite(log->rows, sizeof(double), nrows * width, f);
-    uint64_t b = bytes;
-    fwrite(&b, sizeof b, 1, f);
+    checkpoint_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, checkpoint_magic, sizeof h.magic);
+    h.version = CHECKPOINT_VERSION;
+    h.ncols = k->bed.ncols;
+    h.nrows = k->bed.nrows;
+    h.precision = (int32_t)k->params.precision;
+    h.next_gauge = rs->next_gauge;
+    h.next_checkpoint = rs->next_checkpoint;
+    h.volume_initial = rs->volume_initial;
+    h.gauge_rows = log->n;
+    h.gauge_width = log->width;
+    h.solver_bytes = bytes;
+    fwrite(&h, sizeof h, 1, f);
+    if (log->n)
+      fwrite(log->rows, sizeof(double), log->n * log->width, f);
     fwrite(blob, 1, bytes, f);
-    st = ts_commit_temp(f, tmp, path);
+    st = ts_commit_temp(f, tmp, path); /* reports a failed write */
   }
   free(blob);
   return st;
 }
 
-static ts_status read_checkpoint(const char *path, ts_swe *s, run_state *rs, gauge_log *log) {
+/* Reads a checkpoint into the solver, the loop state and the gauge log (all bad input on error:
+ * another case's checkpoint, a truncated file, not a checkpoint). */
+static ts_status read_checkpoint_file(const swe_case *k, const char *path, FILE *f, ts_swe *s,
+                                      run_state *rs, gauge_log *log) {
+  checkpoint_header h;
+  if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, checkpoint_magic, sizeof h.magic) != 0)
+    return ts_error(TS_ERR_INPUT, "%s: not a Tessera checkpoint", path);
+  if (h.version != CHECKPOINT_VERSION)
+    return ts_error(TS_ERR_INPUT, "%s: checkpoint format version %d, this build reads %d", path,
+                    (int)h.version, CHECKPOINT_VERSION);
+  if (h.ncols != k->bed.ncols || h.nrows != k->bed.nrows ||
+      h.precision != (int32_t)k->params.precision)
+    return ts_error(TS_ERR_INPUT,
+                    "%s: checkpoint of a %d x %d grid in %s, this case is %d x %d in %s", path,
+                    (int)h.ncols, (int)h.nrows, h.precision == TS_DOUBLE ? "double" : "float",
+                    k->bed.ncols, k->bed.nrows, ts_precision_name(k->params.precision));
+  if (h.gauge_width != log->width)
+    return ts_error(TS_ERR_INPUT, "%s: checkpoint has %llu gauges, this case %zu", path,
+                    (unsigned long long)(h.gauge_width - 1) / 4, (log->width - 1) / 4);
+  size_t solver_bytes;
+  TS_CALL(ts_swe_checkpoint_size(s, &solver_bytes));
+  if (h.solver_bytes != solver_bytes || h.gauge_rows > ((uint64_t)1 << 32))
+    return ts_error(TS_ERR_INPUT, "%s: checkpoint is corrupt (sizes do not match this case)", path);
+  if (h.gauge_rows) {
+    log->rows = malloc(sizeof(double) * h.gauge_rows * h.gauge_width);
+    if (!log->rows)
+      return ts_error(TS_ERR_NOMEM, "out of memory reading %s", path);
+    log->n = log->cap = h.gauge_rows;
+    if (fread(log->rows, sizeof(double), log->n * log->width, f) != log->n * log->width)
+      return ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
+  }
+  void *blob = malloc(solver_bytes);
+  if (!blob)
+    return ts_error(TS_ERR_NOMEM, "out of memory reading %s", path);
+  ts_status st = TS_OK;
+  if (fread(blob, 1, solver_bytes, f) != solver_bytes || fgetc(f) != EOF)
+    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated or has trailing data", path);
+  if (st == TS_OK && ts_swe_checkpoint_load(s, blob, solver_bytes) != TS_OK)
+    st = ts_error(TS_ERR_INPUT, "%s: %s", path, ts_error_message());
+  free(blob);
+  rs->next_gauge = h.next_gauge;
+  rs->next_checkpoint = h.next_checkpoint;
+  rs->volume_initial = h.volume_initial;
+  rs->next_output = 0;
+  while (rs->next_output < k->nout && k->out_times[rs->next_output] <= ts_swe_time(s))
+    rs->next_output++;
+  return st;
+}
+
+static ts_status read_checkpoint(const swe_case *k, const char *path, ts_swe *s, run_state *rs,
+                                 gauge_log *log) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return ts_error(TS_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-  char magic[16];
-  uint64_t nrows = 0, width = 0, bytes = 0;
-  ts_status st = TS_OK;
-  if (fread(magic, 1, sizeof magic, f) != sizeof magic ||
-      memcmp(magic, checkpoint_magic, sizeof magic) != 0)
-    st = ts_error(TS_ERR_INPUT, "%s: not a Tessera checkpoint", path);
-  if (st == TS_OK && (fread(rs, sizeof *rs, 1, f) != 1 || fread(&nrows, sizeof nrows, 1, f) != 1 ||
-                      fread(&width, sizeof width, 1, f) != 1))
-    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
-  if (st == TS_OK && width != log->width)
-    st = ts_error(TS_ERR_INPUT, "%s: checkpoint has %llu gauge columns, this case %zu", path,
-                  (unsigned long long)width, log->width);
-  if (st == TS_OK && nrows > (1ull << 32))
-    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is corrupt", path);
-  if (st == TS_OK && nrows) {
-    log->rows = malloc(sizeof(double) * nrows * width);
-    if (!log->rows || fread(log->rows, sizeof(double), nrows * width, f) != nrows * width)
-      st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
-    log->n = log->cap = nrows;
-  }
-  if (st == TS_OK && (fread(&bytes, sizeof bytes, 1, f) != 1 || bytes > ((uint64_t)1 << 40)))
-    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
-  void *blob = st == TS_OK ? malloc(bytes ? bytes : 1) : NULL;
-  if (st == TS_OK && (!blob || fread(blob, 1, bytes, f) != bytes))
-    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
-  if (st == TS_OK) {
-    st = ts_swe_checkpoint_load(s, blob, bytes);
-    if (st != TS_OK)
-      st = ts_error(TS_ERR_INPUT, "%s: %s", path, ts_error_message());
-  }
-  free(blob);
+  ts_status st = read_checkpoint_file(k, path, f, s, rs, log);
   fclose(f);
   return st;
 }
@@ -606,11 +704,13 @@ static ts_status read_checkpoint(const char *path, ts_swe *s, run_state *rs, gau
 
 static double wall_now(void) { return omp_get_wtime(); }
 
-static void progress_line(FILE *out, int tty, const ts_swe *s, double t_end, double dt, double wall,
-                          double cells_steps) {
+/* "t = 600.0/4000 s  steps 1234  dt 0.048 s  wall 12.3 s  48.1 Mcells/s  ETA 57 s"; the ETA
+ * extrapolates the simulated time done since this run started (t_start, after a restart). */
+static void progress_line(FILE *out, int tty, const ts_swe *s, double t_start, double t_end,
+                          double dt, double wall, double cells_steps) {
   double t = ts_swe_time(s);
   double rate = wall > 0 ? cells_steps / wall / 1e6 : 0;
-  double eta = t > 0 ? wall * (t_end - t) / t : 0;
+  double eta = t > t_start ? wall * (t_end - t) / (t - t_start) : 0;
   fprintf(out, "%st = %.1f/%g s  steps %lld  dt %.3g s  wall %.1f s  %.1f Mcells/s  ETA %.0f s%s",
           tty ? "\r" : "", t, t_end, (long long)ts_swe_steps(s), dt, wall, rate, eta,
           tty ? "   " : "\n");
@@ -673,10 +773,11 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_
   ts_json_object_begin(&j);
   ts_json_key(&j, "ncols"), ts_json_int(&j, k->bed.ncols);
   ts_json_key(&j, "nrows"), ts_json_int(&j, k->bed.nrows);
-  ts_json_key(&j, "xllcorner"), ts_json_number(&j, k->bed.xll);
-  ts_json_key(&j, "yllcorner"), ts_json_number(&j, k->bed.yll);
+  ts_json_key(&j, "xll"), ts_json_number(&j, k->bed.xll);
+  ts_json_key(&j, "yll"), ts_json_number(&j, k->bed.yll);
   ts_json_key(&j, "cellsize"), ts_json_number(&j, k->bed.cellsize);
   ts_json_object_end(&j);
+  ts_json_key(&j, "dx"), ts_json_number(&j, k->bed.cellsize);
   ts_json_key(&j, "steps"), ts_json_int(&j, ts_swe_steps(s));
   ts_json_key(&j, "t_end"), ts_json_number(&j, ts_swe_time(s));
   ts_json_key(&j, "wall_s"), ts_json_number(&j, tot->wall);
@@ -724,37 +825,38 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_
   return ts_commit_temp(f, tmp, path);
 }
 
-static ts_status run_case(swe_case *k, const ts_swe_case_options *opt, ts_swe *s) {
+/* The time loop from the solver's current state (t = 0 or a checkpoint), then the final
+ * outputs. Steps are shortened only to land on output times and the end time, so a restarted
+ * run takes the same steps as an uninterrupted one. */
+static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_swe *s,
+                          run_state *rs, gauge_log *log) {
   size_t ncells = (size_t)k->bed.ncols * k->bed.nrows;
   double *work[5] = {0};
   snapshot_files *snaps = calloc((size_t)k->nout, sizeof *snaps);
-  gauge_log log = {.width = 1 + 4 * (size_t)(k->has_gauges ? k->gauges.n : 0)};
-  int max_ckpt =
-      k->checkpoint_interval > 0 ? (int)fmin(k->t_end / k->checkpoint_interval + 2, 1e6) : 0;
+  int max_ckpt = k->checkpoint_interval > 0 ? (int)(k->t_end / k->checkpoint_interval) + 1 : 0;
   char(*checkpoints)[64] = calloc((size_t)max_ckpt + 1, 64);
   ts_status st = snaps && checkpoints ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
   for (int v = 0; v < 5 && st == TS_OK; v++)
     if (!(work[v] = malloc(sizeof(double) * ncells)))
       st = ts_error(TS_ERR_NOMEM, "out of memory");
-  run_state rs = {.next_output = 0,
-                  .next_gauge = 0,
-                  .next_checkpoint = k->checkpoint_interval,
-                  .volume_initial = ts_swe_volume(s)};
-  if (st == TS_OK && opt->restart)
-    st = read_checkpoint(opt->restart, s, &rs, &log);
-  if (st == TS_OK && k->has_gauges && !opt->restart)
-    st = record_gauges(k, s, &log);
-  if (st == TS_OK && k->has_gauges && !opt->restart)
-    rs.next_gauge = k->gauge_interval;
+  if (st == TS_OK && k->has_gauges && !opt->restart) {
+    st = record_gauges(k, s, log);
+    rs->next_gauge = k->gauge_interval;
+  }
   run_totals tot = {.dt_min = INFINITY, .dt_max = 0};
   int nsnaps = 0, nckpt = 0;
   int tty = isatty(fileno(opt->progress));
-  double start = wall_now(), last_print = start;
+  double start = wall_now(), last_print = start, t_start = ts_swe_time(s), dt = 0;
   int64_t active = ts_swe_active_cells(s);
+  while (st == TS_OK && rs->next_output < k->nout && k->out_times[rs->next_output] <= t_start) {
+    st = write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]);
+    nsnaps++;
+    rs->next_output++;
+  }
   while (st == TS_OK && ts_swe_time(s) < k->t_end &&
          (k->max_steps == 0 || ts_swe_steps(s) < k->max_steps)) {
-    double t = ts_swe_time(s), dt;
-    double target = rs.next_output < k->nout ? k->out_times[rs.next_output] : k->t_end;
+    double t = ts_swe_time(s);
+    double target = rs->next_output < k->nout ? k->out_times[rs->next_output] : k->t_end;
     st = ts_swe_step(s, target - t, &dt);
     if (st != TS_OK)
       break;
@@ -763,39 +865,36 @@ static ts_status run_case(swe_case *k, const ts_swe_case_options *opt, ts_swe *s
     tot.dt_min = fmin(tot.dt_min, dt);
     tot.dt_max = fmax(tot.dt_max, dt);
     t = ts_swe_time(s);
-    if (k->has_gauges && t >= rs.next_gauge) {
-      st = record_gauges(k, s, &log);
-      rs.next_gauge =
-          k->gauge_interval > 0
-              ? rs.next_gauge +
-                    k->gauge_interval * ceil((t - rs.next_gauge) / k->gauge_interval + 1e-12)
-              : t;
-      if (rs.next_gauge <= t)
-        rs.next_gauge = t + (k->gauge_interval > 0 ? k->gauge_interval : 0);
+    if (k->has_gauges && t >= rs->next_gauge) {
+      st = record_gauges(k, s, log);
+      if (k->gauge_interval > 0) {
+        double missed = floor((t - rs->next_gauge) / k->gauge_interval);
+        rs->next_gauge += k->gauge_interval * (missed + 1);
+        if (rs->next_gauge <= t)
+          rs->next_gauge += k->gauge_interval;
+      }
     }
-    while (st == TS_OK && rs.next_output < k->nout && t >= k->out_times[rs.next_output]) {
-      st = write_snapshot(k, s, k->out_times[rs.next_output], work, &snaps[nsnaps]);
+    while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output]) {
+      st = write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]);
       nsnaps++;
-      rs.next_output++;
+      rs->next_output++;
     }
-    if (st == TS_OK && k->checkpoint_interval > 0 && t >= rs.next_checkpoint && t < k->t_end) {
-      double tag = rs.next_checkpoint;
-      while (rs.next_checkpoint <= t)
-        rs.next_checkpoint += k->checkpoint_interval;
+    if (st == TS_OK && k->checkpoint_interval > 0 && t >= rs->next_checkpoint && t < k->t_end) {
+      double tag = rs->next_checkpoint;
+      while (rs->next_checkpoint <= t)
+        rs->next_checkpoint += k->checkpoint_interval;
       if (nckpt < max_ckpt)
-        st = write_checkpoint(k, s, &rs, &log, tag, checkpoints[nckpt], 64);
-      nckpt++;
+        st = write_checkpoint(k, s, rs, log, tag, checkpoints[nckpt++], 64);
     }
     double now = wall_now();
     if (!opt->quiet && now - last_print > (tty ? 0.5 : 10.0)) {
-      progress_line(opt->progress, tty, s, k->t_end, dt, now - start, tot.cells_steps);
+      progress_line(opt->progress, tty, s, t_start, k->t_end, dt, now - start, tot.cells_steps);
       last_print = now;
     }
   }
   tot.wall = wall_now() - start;
   if (!opt->quiet && st == TS_OK) {
-    progress_line(opt->progress, tty, s, k->t_end, tot.dt_max > 0 ? tot.dt_min : 0, tot.wall,
-                  tot.cells_steps);
+    progress_line(opt->progress, tty, s, t_start, k->t_end, dt, tot.wall, tot.cells_steps);
     if (tty)
       fputc('\n', opt->progress);
   }
@@ -803,15 +902,31 @@ static ts_status run_case(swe_case *k, const ts_swe_case_options *opt, ts_swe *s
   if (st == TS_OK && k->maxima)
     st = write_maxima(k, s, work[0], maxima);
   if (st == TS_OK && k->has_gauges)
-    st = write_gauges(k, &log);
+    st = write_gauges(k, log);
   if (st == TS_OK)
-    st = write_summary(k, s, opt, &rs, &tot, snaps, nsnaps, maxima, checkpoints,
-                       nckpt < max_ckpt ? nckpt : max_ckpt);
+    st = write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maxima, checkpoints, nckpt);
   for (int v = 0; v < 5; v++)
     free(work[v]);
   free(snaps);
   free(checkpoints);
-  free(log.rows);
+  return st;
+}
+
+/* Top of the PNG colour bar when [output] png_depth_max is 0: the largest depth at t = 0, or
+ * 1 m when the domain starts dry. */
+static ts_status automatic_png_depth_max(const ts_swe *s, double *depth_max) {
+  const ts_grid *g = ts_swe_grid(s);
+  size_t n = (size_t)g->n[0] * g->n[1];
+  double *h = malloc(sizeof(double) * n);
+  if (!h)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_status st = ts_swe_get(s, TS_SWE_H, h);
+  double top = 0;
+  for (size_t c = 0; c < n; c++)
+    if (h[c] > top)
+      top = h[c];
+  free(h);
+  *depth_max = top > 0 ? top : 1.0;
   return st;
 }
 
@@ -828,10 +943,19 @@ ts_status ts_swe_case_run(const ts_swe_case_options *opt) {
   }
   if (st == TS_OK && k.has_surface)
     st = ts_swe_set_surface(s, &k.surface);
+  if (st == TS_OK && k.png_depth_max == 0)
+    st = automatic_png_depth_max(s, &k.png_depth_max);
+  run_state rs = {.next_checkpoint = k.checkpoint_interval};
+  gauge_log log = {.width = 1 + 4 * (size_t)(k.has_gauges ? k.gauges.n : 0)};
+  if (st == TS_OK)
+    rs.volume_initial = ts_swe_volume(s);
+  if (st == TS_OK && opt->restart)
+    st = read_checkpoint(&k, opt->restart, s, &rs, &log);
   if (st == TS_OK)
     st = prepare_out_dir(k.out_dir);
   if (st == TS_OK)
-    st = run_case(&k, opt, s);
+    st = run_case(&k, opt, s, &rs, &log);
+  free(log.rows);
   ts_swe_destroy(s);
   free_case(&k);
   return st;
