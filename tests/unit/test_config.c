@@ -10,17 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures = 0;
+#include "unit/check.h"
 static char dir[64];
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    int check_ok_ = (cond);                                                                        \
-    printf(check_ok_ ? "ok   " : "FAIL ");                                                         \
-    printf(__VA_ARGS__);                                                                           \
-    printf("\n");                                                                                  \
-    failures += !check_ok_;                                                                        \
-  } while (0)
 
 /* Writes text to DIR/name and returns the path (static buffer). */
 static const char *write_case(const char *name, const char *text) {

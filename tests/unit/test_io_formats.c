@@ -9,16 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    int check_ok_ = (cond);                                                                        \
-    printf(check_ok_ ? "ok   " : "FAIL ");                                                         \
-    printf(__VA_ARGS__);                                                                           \
-    printf("\n");                                                                                  \
-    failures += !check_ok_;                                                                        \
-  } while (0)
+#include "unit/check.h"
 
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "wb");
