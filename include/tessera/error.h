@@ -9,11 +9,12 @@ extern "C" {
 
 typedef enum ts_status {
   TS_OK = 0,
-  TS_ERR_INPUT = 2,   /* bad case file, grid, option: the user's input is wrong */
-  TS_ERR_IO = 3,      /* a file could not be read or written */
-  TS_ERR_NOMEM = 4,   /* allocation failed */
-  TS_ERR_NUMERIC = 5, /* the simulation produced NaN or negative depth */
-  TS_ERR_INTERNAL = 6 /* a bug or an unsupported request */
+  TS_ERR_INPUT = 2,    /* bad case file, grid, option: the user's input is wrong */
+  TS_ERR_IO = 3,       /* a file could not be read or written */
+  TS_ERR_NOMEM = 4,    /* allocation failed */
+  TS_ERR_NUMERIC = 5,  /* the simulation produced NaN or negative depth */
+  TS_ERR_INTERNAL = 6, /* a bug or an unsupported request */
+  TS_ERR_PEER = 7      /* another rank failed and reported it; this rank stops quietly */
 } ts_status;
 
 /* Sets the calling thread's error message (printf format) and returns code. The message should

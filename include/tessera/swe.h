@@ -1,11 +1,14 @@
 /* Shallow-water solver (Kurganov-Petrova central-upwind scheme with a well-balanced wet/dry
- * treatment) on one structured 2D grid: creation from rasters, time stepping, access to the
- * state, maxima tracking and checkpoint state. See docs/ARCHITECTURE.md and docs/swe.md. */
+ * treatment) on one structured 2D grid, split into subdomains over threads and MPI ranks:
+ * creation from rasters, time stepping, access to the state, maxima tracking, checkpoint state
+ * and moving subdomain boundaries. Every result is the same, bit for bit, whatever the split.
+ * Calls marked "collective" must be made by every rank. See docs/ARCHITECTURE.md, docs/swe.md. */
 #ifndef TESSERA_SWE_H
 #define TESSERA_SWE_H
 
 #include <stdint.h>
 
+#include "tessera/decomp.h"
 #include "tessera/error.h"
 #include "tessera/grid.h"
 #include "tessera/raster.h"
@@ -38,6 +41,15 @@ typedef enum ts_friction {
   TS_FRICTION_CHEZY
 } ts_friction;
 
+/* How the grid is split and the halo exchanged. */
+typedef struct ts_swe_parallel {
+  int subdomains;               /* over all ranks; 0: one per rank */
+  ts_decomp_kind decomposition; /* default auto: the fewest cut faces */
+  int parts[2];                 /* px, py for tiles (0: chosen) */
+  int ghost_expansion;          /* steps between halo exchanges, 1..8; 0: auto; default 1 */
+  int overlap;                  /* exchange behind interior computation, default 1 */
+} ts_swe_parallel;
+
 typedef struct ts_swe_params {
   ts_precision precision; /* storage and arithmetic precision of the state */
   double gravity;         /* m/s2, default 9.81 */
@@ -48,18 +60,20 @@ typedef struct ts_swe_params {
   ts_friction friction;
   double friction_value; /* Manning n (s/m^(1/3)) or Chezy C (m^(1/2)/s) where no grid given */
   int tile_size;         /* edge of the square tiles of the activity mask (>= 2), default 32 */
-  int early_exit;        /* skip tiles that are dry with dry neighbours (same result), default 1 */
-  double arrival_depth;  /* depth (m) that defines the first arrival time, default 0.01 */
-  ts_swe_bc bc[4];       /* indexed by TS_WEST..TS_NORTH */
+  int early_exit; /* skip tiles that are dry with dry neighbours (same result): 1 on (default),
+                     0 off, -1 auto (on unless nearly every tile is active at the first step) */
+  double arrival_depth; /* depth (m) that defines the first arrival time, default 0.01 */
+  ts_swe_bc bc[4];      /* indexed by TS_WEST..TS_NORTH */
+  ts_swe_parallel parallel;
 } ts_swe_params;
 
 /* Fills p with the defaults listed above (walls on all sides, no friction, float). */
 void ts_swe_params_default(ts_swe_params *p);
 
-/* Creates a solver on the grid of `bed` (cell-centred elevations; NODATA cells become inactive
- * wall cells). h0 is the initial depth (NULL: dry); hu0/hv0 the initial unit discharges (NULL: 0);
- * friction_grid a per-cell friction coefficient (NULL: params->friction_value). All rasters must
- * have the geometry of bed. Values of h0 on inactive cells are ignored. */
+/* Collective. Creates a solver on the grid of `bed` (cell-centred elevations; NODATA cells become
+ * inactive wall cells). h0 is the initial depth (NULL: dry); hu0/hv0 the initial unit discharges
+ * (NULL: 0); friction_grid a per-cell friction coefficient (NULL: params->friction_value). All
+ * rasters must have the geometry of bed. Values of h0 on inactive cells are ignored. */
 ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_raster *bed,
                         const ts_raster *h0, const ts_raster *hu0, const ts_raster *hv0,
                         const ts_raster *friction_grid);
@@ -69,8 +83,8 @@ void ts_swe_destroy(ts_swe *s);
  * dry elsewhere, and restarts the maxima. A lake defined this way is exactly at rest. */
 ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta);
 
-/* Advances one full time step with dt = min(CFL time step, dt_max). *dt_taken gets the step.
- * Fails with TS_ERR_NUMERIC if the state becomes non-finite. */
+/* Collective. Advances one full time step with dt = min(CFL time step, dt_max). *dt_taken gets the
+ * step. Fails with TS_ERR_NUMERIC if the state becomes non-finite. */
 ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken);
 
 double ts_swe_time(const ts_swe *s);
@@ -93,24 +107,53 @@ typedef enum ts_swe_var {
   TS_SWE_MAX_ETA  /* maximum water-surface elevation (NaN where never wet) */
 } ts_swe_var;
 
-/* Copies a variable into out[i + j * nx] (j = 0 south) in double; inactive cells get NaN. */
+/* Collective. Copies a variable into out[i + j * nx] (j = 0 south) in double on rank 0 (out is
+ * not touched elsewhere and may be NULL); inactive cells get NaN. */
 ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out);
 
-/* Value of a variable at one cell (i, j). */
+/* Collective. Values of var[k] at cells (i[k], j[k]) (NaN outside the grid or inactive), on
+ * every rank. */
+ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const ts_swe_var *var,
+                       double *out);
+/* Collective. Value of a variable at one cell (i, j), on every rank. */
 double ts_swe_get_cell(const ts_swe *s, ts_swe_var var, int i, int j);
 
-/* Water volume (m3) over active cells, summed in a fixed order in double. */
+/* Collective. Water volume (m3) over active cells, summed exactly (the same bits for any split). */
 double ts_swe_volume(const ts_swe *s);
 int64_t ts_swe_active_cells(const ts_swe *s); /* cells that are not NODATA */
-int64_t ts_swe_wet_cells(const ts_swe *s);    /* active cells with depth > dry_depth */
+int64_t ts_swe_wet_cells(const ts_swe *s);    /* collective: active cells with depth > dry_depth */
 
-/* Activity mask per tile: a tile is active when it or one of its 8 neighbours holds water;
- * with early_exit only active tiles are computed. Rebuilt at the end of every step. */
+/* Collective. Activity of the tiles of the whole grid: a tile is active when it or one of its 8
+ * neighbours holds water. Subdomains skip their own tiles by the same rule (early exit). */
 void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active_tiles);
-const unsigned char *ts_swe_tile_mask(const ts_swe *s);
+
+/* ---- decomposition */
+
+/* The current split (boxes of cells per subdomain) and the ranks. */
+const ts_decomp *ts_swe_decomp(const ts_swe *s);
+int ts_swe_ranks(const ts_swe *s);
+int ts_swe_ghost_expansion(const ts_swe *s); /* steps between exchanges in use */
+int ts_swe_early_exit(const ts_swe *s);      /* 1 when dry tiles are skipped */
+
+/* Collective. Moves the boundary between neighbouring subdomains a and b by delta cells
+ * (delta > 0: a grows); only the cells that change owner move. Results do not change. */
+ts_status ts_swe_move_boundary(ts_swe *s, int a, int b, int delta);
+
+/* Seconds spent by one subdomain since creation: computing, packing (and in-process copies),
+ * waiting for messages, unpacking. */
+typedef struct ts_swe_sub_stats {
+  int rank;
+  ts_box box;
+  double compute, pack, wait, unpack;
+} ts_swe_sub_stats;
+
+/* Collective. Fills stats[0 .. subdomains) on every rank. */
+ts_status ts_swe_stats(const ts_swe *s, ts_swe_sub_stats *stats);
 
 /* Checkpoint state: everything the solver needs to continue bit for bit (time, step count,
- * conserved variables, maxima). The blob is opaque but portable between runs of one build. */
+ * conserved variables, maxima), in the order of the whole grid, so the blob does not depend on
+ * the split. Save is collective and fills the blob on rank 0 (NULL elsewhere is fine); load
+ * takes the whole blob on every rank. Portable between runs of one build. */
 ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes);
 ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes);
 ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes);

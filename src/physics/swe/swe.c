@@ -1,6 +1,8 @@
-/* Shallow-water solver API: creation from rasters, parameter checks, memory, time stepping via
- * the precision-specific kernels, state access, volume and checkpoint blobs. */
+/* Shallow-water solver API: parameter checks, creation of this rank's parts from the global
+ * rasters, time stepping (swe_step.c), state access gathered over parts and ranks, exact
+ * volume, moving boundaries, statistics and checkpoint blobs in the order of the whole grid. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,42 +59,97 @@ static ts_status check_raster(const ts_raster *bed, const ts_raster *r, const ch
   return TS_OK;
 }
 
-static void *alloc_array(ts_swe *s, size_t elem, int *failed) {
-  void *p = calloc((size_t)s->plane, elem);
-  if (!p)
-    *failed = 1;
-  return p;
+static ts_status copy_raster(ts_raster *dst, const ts_raster *src) {
+  TS_CALL(
+      ts_raster_alloc(dst, src->ncols, src->nrows, src->xll, src->yll, src->cellsize, src->nodata));
+  memcpy(dst->v, src->v, sizeof(double) * (size_t)src->ncols * src->nrows);
+  return TS_OK;
 }
 
-/* Marks active cells: DEM cells with data, and ghost cells of open boundaries next to them. */
-static void build_mask(ts_swe *s, const ts_raster *bed) {
-  for (int j = 0; j < s->ny; j++)
-    for (int i = 0; i < s->nx; i++)
-      s->active[swe_index(s, i, j)] = !ts_raster_is_nodata(bed, bed->v[i + (int64_t)j * s->nx]);
+/* Active cells of the whole grid and along each side (the inflow width). */
+static void count_active(ts_swe *s, const ts_raster *bed) {
   for (int side = 0; side < 4; side++) {
-    s->bc_cells[side] = 0;
-    int along = side < 2 ? s->ny : s->nx;
+    int along = side < 2 ? s->ny : s->nx, n = 0;
     for (int a = 0; a < along; a++) {
-      int ii = side == TS_WEST ? 0 : (side == TS_EAST ? s->nx - 1 : a);
-      int ij = side == TS_SOUTH ? 0 : (side == TS_NORTH ? s->ny - 1 : a);
-      unsigned char in = s->active[swe_index(s, ii, ij)];
-      s->bc_cells[side] += in;
-      for (int layer = 1; layer <= SWE_GHOST; layer++) {
-        int gi = side == TS_WEST ? -layer : (side == TS_EAST ? s->nx - 1 + layer : a);
-        int gj = side == TS_SOUTH ? -layer : (side == TS_NORTH ? s->ny - 1 + layer : a);
-        s->active[swe_index(s, gi, gj)] = s->p.bc[side].type != TS_BC_WALL && in;
-      }
+      int i = side == TS_WEST ? 0 : (side == TS_EAST ? s->nx - 1 : a);
+      int j = side == TS_SOUTH ? 0 : (side == TS_NORTH ? s->ny - 1 : a);
+      n += !ts_raster_is_nodata(bed, bed->v[i + (int64_t)j * s->nx]);
     }
+    s->bc_cells[side] = n;
   }
+  for (int64_t c = 0; c < (int64_t)s->nx * s->ny; c++)
+    s->active_cells += !ts_raster_is_nodata(bed, bed->v[c]);
 }
 
-/* Rebuilds velocities, maxima and the tile mask from the state, looking at every tile. */
-static void refresh_diagnostics(ts_swe *s) {
-  s->k->refresh_velocities(s);
-  s->ntile_list = s->tiles_x * s->tiles_y;
-  for (int k = 0; k < s->ntile_list; k++)
-    s->tile_list[k] = k;
-  s->k->update_diagnostics(s);
+/* Threads: one part takes them all; several share them (nested when there are more threads
+ * than parts). */
+static void assign_threads(ts_swe *s) {
+  int threads = omp_get_max_threads();
+  s->outer_threads = s->nparts < threads ? s->nparts : threads;
+  int inner =
+      s->nparts == 1 ? threads : (threads / s->outer_threads > 1 ? threads / s->outer_threads : 1);
+  if (s->nparts > 1 && inner > 1)
+    omp_set_max_active_levels(2);
+  for (int k = 0; k < s->nparts; k++)
+    s->parts[k]->threads = inner;
+}
+
+static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
+                               const swe_inputs *in) {
+  s->p = *params;
+  s->grid = ts_grid_2d(bed->ncols, bed->nrows, bed->cellsize, bed->xll, bed->yll);
+  s->nx = bed->ncols;
+  s->ny = bed->nrows;
+  s->comm = ts_comm_world();
+  s->rank = ts_comm_rank(s->comm);
+  s->nranks = ts_comm_size(s->comm);
+  s->early_exit = params->early_exit;
+  for (int side = 0; side < 4; side++) {
+    const ts_swe_bc *bc = &params->bc[side];
+    if (bc->type != TS_BC_INFLOW)
+      continue;
+    s->bc_t[side] = malloc(sizeof(double) * (size_t)bc->npoints);
+    s->bc_q[side] = malloc(sizeof(double) * (size_t)bc->npoints);
+    if (!s->bc_t[side] || !s->bc_q[side])
+      return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+    memcpy(s->bc_t[side], bc->t, sizeof(double) * (size_t)bc->npoints);
+    memcpy(s->bc_q[side], bc->q, sizeof(double) * (size_t)bc->npoints);
+    s->p.bc[side].t = s->bc_t[side];
+    s->p.bc[side].q = s->bc_q[side];
+  }
+  count_active(s, bed);
+  TS_CALL(copy_raster(&s->bed, bed));
+  if (in->friction) {
+    TS_CALL(copy_raster(&s->friction, in->friction));
+    s->has_friction = 1;
+  }
+  const ts_swe_parallel *par = &params->parallel;
+  int count = par->subdomains > 0 ? par->subdomains : s->nranks;
+  if (count < s->nranks)
+    return ts_error(TS_ERR_INPUT, "swe: %d subdomains for %d ranks: every rank needs at least one",
+                    count, s->nranks);
+  int n[3] = {s->nx, s->ny, 1}, parts[3] = {par->parts[0], par->parts[1], 1};
+  TS_CALL(ts_decomp_create(&s->decomp, 2, n, count, par->decomposition, parts));
+  s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : (s->nranks > 1 ? 2 : 1);
+  s->halo_width = SWE_STAGE_REACH * (params->rk_order == 1 ? 1 : 2) * s->ghost_expansion;
+  s->sub_rank = malloc(sizeof(int) * (size_t)count);
+  s->by_sub = calloc((size_t)count, sizeof *s->by_sub);
+  s->fields = calloc((size_t)count, sizeof *s->fields);
+  s->halo_times = calloc((size_t)count, sizeof *s->halo_times);
+  s->parts = calloc((size_t)count, sizeof *s->parts);
+  if (!s->sub_rank || !s->by_sub || !s->fields || !s->halo_times || !s->parts)
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  for (int sub = 0; sub < count; sub++) {
+    s->sub_rank[sub] = ts_decomp_rank(sub, count, s->nranks);
+    if (s->sub_rank[sub] != s->rank)
+      continue;
+    swe_part *part;
+    TS_CALL(swe_part_create(&part, s, sub, in));
+    s->parts[s->nparts++] = part;
+    s->by_sub[sub] = part;
+  }
+  assign_threads(s);
+  return swe_build_halo_plan(s);
 }
 
 ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_raster *bed,
@@ -106,77 +163,18 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
   TS_CALL(check_raster(bed, hu0, "initial hu"));
   TS_CALL(check_raster(bed, hv0, "initial hv"));
   TS_CALL(check_raster(bed, friction_grid, "friction"));
-
   ts_swe *s = calloc(1, sizeof *s);
   if (!s)
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
-  s->p = *params;
-  s->grid = ts_grid_2d(bed->ncols, bed->nrows, bed->cellsize, bed->xll, bed->yll);
-  s->nx = bed->ncols;
-  s->ny = bed->nrows;
-  ts_grid points = ts_grid_2d(s->nx + 1, s->ny + 1, bed->cellsize, 0, 0);
-  ts_field layout;
-  TS_CALL(ts_field_create(&layout, &points, 1, SWE_GHOST, TS_FLOAT));
-  s->row = layout.stride[1];
-  s->origin = layout.origin;
-  s->plane = layout.comp_stride;
-  ts_field_destroy(&layout);
-  s->real_size = (size_t)params->precision;
-  s->k = params->precision == TS_DOUBLE ? &swe_kernels_double : &swe_kernels_float;
-
-  int failed = 0;
-  size_t rs = s->real_size;
-  void **reals[] = {&s->w,     &s->hu,    &s->hv,    &s->w_carry,    &s->w0,        &s->hu0,
-                    &s->hv0,   &s->u,     &s->v,     &s->char_speed, &s->speed_cap, &s->corner,
-                    &s->bed,   &s->fx[0], &s->fx[1], &s->fx[2],      &s->fy[0],     &s->fy[1],
-                    &s->fy[2], &s->src_x, &s->src_y, &s->drain};
-  for (size_t k = 0; k < sizeof reals / sizeof reals[0]; k++)
-    *reals[k] = alloc_array(s, rs, &failed);
-  if (friction_grid)
-    s->friction = alloc_array(s, rs, &failed);
-  s->active = alloc_array(s, 1, &failed);
-  s->max_h = alloc_array(s, sizeof(double), &failed);
-  s->max_speed = alloc_array(s, sizeof(double), &failed);
-  s->arrival = alloc_array(s, sizeof(double), &failed);
-  s->max_eta = alloc_array(s, sizeof(double), &failed);
-  s->tiles_x = (s->nx + params->tile_size - 1) / params->tile_size;
-  s->tiles_y = (s->ny + params->tile_size - 1) / params->tile_size;
-  s->tile_wet = calloc((size_t)s->tiles_x * s->tiles_y, 1);
-  s->tile_active = calloc((size_t)s->tiles_x * s->tiles_y, 1);
-  s->tile_list = malloc(sizeof(int) * (size_t)s->tiles_x * s->tiles_y);
-  failed |= !s->tile_wet || !s->tile_active || !s->tile_list;
-  for (int side = 0; side < 4 && !failed; side++) {
-    const ts_swe_bc *bc = &params->bc[side];
-    if (bc->type != TS_BC_INFLOW)
-      continue;
-    s->bc_t[side] = malloc(sizeof(double) * (size_t)bc->npoints);
-    s->bc_q[side] = malloc(sizeof(double) * (size_t)bc->npoints);
-    failed |= !s->bc_t[side] || !s->bc_q[side];
-    if (!failed) {
-      memcpy(s->bc_t[side], bc->t, sizeof(double) * (size_t)bc->npoints);
-      memcpy(s->bc_q[side], bc->q, sizeof(double) * (size_t)bc->npoints);
-      s->p.bc[side].t = s->bc_t[side];
-      s->p.bc[side].q = s->bc_q[side];
-    }
-  }
-  if (failed) {
-    ts_swe_destroy(s);
-    return ts_error(TS_ERR_NOMEM, "swe: out of memory for a %d x %d grid", bed->ncols, bed->nrows);
-  }
-  for (int64_t c = 0; c < s->plane; c++) {
-    s->arrival[c] = NAN;
-    s->max_eta[c] = NAN;
-  }
-  build_mask(s, bed);
-  for (int j = 0; j < s->ny; j++)
-    for (int i = 0; i < s->nx; i++)
-      s->active_cells += s->active[swe_index(s, i, j)];
-  ts_status st = s->k->init(s, bed, h0, hu0, hv0, friction_grid);
+  swe_inputs in = {bed, h0, hu0, hv0, friction_grid};
+  ts_status st = create_solver(s, params, bed, &in);
+  if (st == TS_ERR_NOMEM)
+    st = ts_error(TS_ERR_NOMEM, "swe: out of memory for a %d x %d grid", bed->ncols, bed->nrows);
+  st = ts_comm_agree(s->comm, st);
   if (st != TS_OK) {
     ts_swe_destroy(s);
     return st;
   }
-  refresh_diagnostics(s);
   *out = s;
   return TS_OK;
 }
@@ -184,15 +182,20 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
 void ts_swe_destroy(ts_swe *s) {
   if (!s)
     return;
-  void *arrays[] = {s->w,         s->hu,      s->hv,      s->w_carry,  s->w0,
-                    s->hu0,       s->hv0,     s->u,       s->v,        s->char_speed,
-                    s->speed_cap, s->corner,  s->bed,     s->friction, s->fx[0],
-                    s->fx[1],     s->fx[2],   s->fy[0],   s->fy[1],    s->fy[2],
-                    s->src_x,     s->src_y,   s->drain,   s->active,   s->max_h,
-                    s->max_speed, s->arrival, s->max_eta, s->tile_wet, s->tile_active,
-                    s->tile_list};
-  for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
-    free(arrays[k]);
+  if (s->in_flight)
+    swe_finish_exchange(s);
+  ts_halo_plan_destroy(s->halo);
+  for (int k = 0; k < s->nparts; k++)
+    swe_part_destroy(s->parts[k]);
+  free(s->parts);
+  free(s->by_sub);
+  free(s->fields);
+  free(s->halo_times);
+  free(s->sub_rank);
+  ts_decomp_destroy(&s->decomp);
+  ts_raster_free(&s->bed);
+  if (s->has_friction)
+    ts_raster_free(&s->friction);
   for (int side = 0; side < 4; side++) {
     free(s->bc_t[side]);
     free(s->bc_q[side]);
@@ -200,32 +203,37 @@ void ts_swe_destroy(ts_swe *s) {
   free(s);
 }
 
-ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
-  TS_CALL(check_raster(&(ts_raster){.ncols = s->nx,
-                                    .nrows = s->ny,
-                                    .xll = s->grid.origin[0],
-                                    .yll = s->grid.origin[1],
-                                    .cellsize = s->grid.dx[0]},
-                       eta, "initial surface"));
-  TS_CALL(s->k->set_surface(s, eta));
-  for (int64_t c = 0; c < s->plane; c++) {
-    s->max_h[c] = s->max_speed[c] = 0;
-    s->arrival[c] = s->max_eta[c] = NAN;
+static void reset_part(swe_part *p, void *arg) {
+  const ts_raster *eta = arg;
+  p->k->set_surface(p, eta);
+  for (int64_t c = 0; c < p->plane; c++) {
+    p->max_h[c] = p->max_speed[c] = 0;
+    p->arrival[c] = p->max_eta[c] = NAN;
   }
-  refresh_diagnostics(s);
+  p->k->refresh_velocities(
+      p, (swe_region){-SWE_GHOST, p->nx + SWE_GHOST, -SWE_GHOST, p->ny + SWE_GHOST});
+  p->k->tile_mask(p, (swe_region){0, p->nx, 0, p->ny});
+  p->t = 0;
+  p->k->maxima(p);
+}
+
+ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
+  TS_CALL(check_raster(&s->bed, eta, "initial surface"));
+  TS_CALL(swe_finish_exchange(s));
+  for (int k = 0; k < s->nparts; k++)
+    reset_part(s->parts[k], (void *)eta);
+  s->cycle = 0;
   return TS_OK;
 }
 
 ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken) {
   if (!(dt_max > 0))
     return ts_error(TS_ERR_INTERNAL, "swe: dt_max must be positive (got %g)", dt_max);
-  TS_CALL(s->k->step(s, dt_max, dt_taken));
-  s->k->update_diagnostics(s);
-  return TS_OK;
+  return swe_step(s, dt_max, dt_taken);
 }
 
-double swe_inflow_discharge(const ts_swe *s, int side, double t) {
-  const ts_swe_bc *bc = &s->p.bc[side];
+double swe_inflow_discharge(const ts_swe_params *p, int side, double t) {
+  const ts_swe_bc *bc = &p->bc[side];
   const double *ts = bc->t, *q = bc->q;
   int n = bc->npoints;
   if (t <= ts[0])
@@ -243,35 +251,215 @@ double ts_swe_time(const ts_swe *s) { return s->t; }
 int64_t ts_swe_steps(const ts_swe *s) { return s->steps; }
 const ts_grid *ts_swe_grid(const ts_swe *s) { return &s->grid; }
 const ts_swe_params *ts_swe_get_params(const ts_swe *s) { return &s->p; }
-double ts_swe_volume(const ts_swe *s) { return s->k->volume(s); }
 int64_t ts_swe_active_cells(const ts_swe *s) { return s->active_cells; }
-int64_t ts_swe_wet_cells(const ts_swe *s) { return s->k->wet_cells(s); }
+const ts_decomp *ts_swe_decomp(const ts_swe *s) { return &s->decomp; }
+int ts_swe_ranks(const ts_swe *s) { return s->nranks; }
+int ts_swe_ghost_expansion(const ts_swe *s) { return s->ghost_expansion; }
+int ts_swe_early_exit(const ts_swe *s) { return s->early_exit != 0; }
+
+double ts_swe_volume(const ts_swe *s) {
+  ts_exact_sum sum = {0, 0};
+  for (int k = 0; k < s->nparts; k++)
+    s->parts[k]->k->volume(s->parts[k], &sum);
+  if (ts_comm_exact_sum(s->comm, &sum) != TS_OK)
+    return NAN;
+  return ts_exact_sum_value(sum) * s->grid.dx[0] * s->grid.dx[1];
+}
+
+int64_t ts_swe_wet_cells(const ts_swe *s) {
+  int64_t n = 0;
+  for (int k = 0; k < s->nparts; k++)
+    n += s->parts[k]->k->wet_cells(s->parts[k]);
+  ts_comm_sum_i64(s->comm, &n, 1);
+  return n;
+}
+
+/* The part of this rank owning global cell (i, j), or NULL. */
+static const swe_part *owner_part(const ts_swe *s, int i, int j) {
+  int c[3] = {i, j, 0};
+  int sub = ts_decomp_owner(&s->decomp, c);
+  return sub >= 0 ? s->by_sub[sub] : NULL;
+}
+
+static double local_value(const ts_swe *s, ts_swe_var var, int i, int j, int *owned) {
+  const swe_part *p = owner_part(s, i, j);
+  *owned = p != NULL;
+  if (!p)
+    return 0;
+  int li = i - p->gi0, lj = j - p->gj0;
+  return p->active[swe_index(p, li, lj)] ? p->k->get_cell(p, var, li, lj) : NAN;
+}
+
+ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const ts_swe_var *var,
+                       double *out) {
+  if (n == 0)
+    return TS_OK;
+  double *mine = calloc((size_t)n * 2, sizeof *mine);
+  double *all = calloc((size_t)n * 2 * (size_t)s->nranks, sizeof *all);
+  ts_status st = mine && all ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < n && st == TS_OK; k++) {
+    int owned = 0;
+    if (i[k] >= 0 && j[k] >= 0 && i[k] < s->nx && j[k] < s->ny)
+      mine[2 * k] = local_value(s, var[k], i[k], j[k], &owned);
+    mine[2 * k + 1] = owned;
+  }
+  if (st == TS_OK)
+    st = ts_comm_allgather(s->comm, mine, sizeof *mine * 2 * (size_t)n, all);
+  for (int k = 0; k < n && st == TS_OK; k++) {
+    out[k] = NAN;
+    for (int r = 0; r < s->nranks; r++)
+      if (all[(size_t)r * 2 * n + 2 * k + 1] != 0)
+        out[k] = all[(size_t)r * 2 * n + 2 * k];
+  }
+  free(mine);
+  free(all);
+  return st;
+}
 
 double ts_swe_get_cell(const ts_swe *s, ts_swe_var var, int i, int j) {
-  if (i < 0 || j < 0 || i >= s->nx || j >= s->ny)
+  double v = NAN;
+  if (ts_swe_probe(s, 1, &i, &j, &var, &v) != TS_OK)
     return NAN;
-  return s->k->get_cell(s, var, i, j);
+  return v;
+}
+
+/* Writes `elem` bytes of cell (i, j) (local coordinates) of part p to dst. */
+typedef void (*cell_writer)(const swe_part *p, int i, int j, const void *arg, char *dst);
+
+/* Gathers the owned cells of every part, elem bytes each, into out[i + j * nx] on rank 0. */
+static ts_status gather_cells(const ts_swe *s, size_t elem, cell_writer write, const void *arg,
+                              void *out) {
+  if (s->nranks == 1) {
+    for (int k = 0; k < s->nparts; k++) {
+      const swe_part *p = s->parts[k];
+      for (int j = p->own.j0; j < p->own.j1; j++)
+        for (int i = p->own.i0; i < p->own.i1; i++)
+          write(p, i, j, arg,
+                (char *)out + elem * ((size_t)(p->gi0 + i) + (size_t)(p->gj0 + j) * s->nx));
+    }
+    return TS_OK;
+  }
+  /* Each rank packs its parts in subdomain order; rank 0 places them by their boxes. */
+  size_t *counts = calloc((size_t)s->nranks, sizeof *counts);
+  if (!counts)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  for (int sub = 0; sub < s->decomp.count; sub++)
+    counts[s->sub_rank[sub]] += (size_t)ts_box_cells(&s->decomp.boxes[sub]) * elem;
+  char *mine = malloc(counts[s->rank] ? counts[s->rank] : 1);
+  char *all = s->rank == 0 ? malloc((size_t)s->nx * s->ny * elem) : NULL;
+  ts_status st = mine && (s->rank != 0 || all) ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
+  if (st == TS_OK) {
+    char *q = mine;
+    for (int k = 0; k < s->nparts; k++) {
+      const swe_part *p = s->parts[k];
+      for (int j = p->own.j0; j < p->own.j1; j++)
+        for (int i = p->own.i0; i < p->own.i1; i++, q += elem)
+          write(p, i, j, arg, q);
+    }
+  }
+  st = ts_comm_agree(s->comm, st);
+  if (st == TS_OK)
+    st = ts_comm_gather(s->comm, mine, counts, all, 0);
+  if (st == TS_OK && s->rank == 0) {
+    const char *q = all;
+    for (int r = 0; r < s->nranks; r++)
+      for (int sub = 0; sub < s->decomp.count; sub++) {
+        if (s->sub_rank[sub] != r)
+          continue;
+        const ts_box *b = &s->decomp.boxes[sub];
+        for (int j = b->lo[1]; j < b->hi[1]; j++)
+          for (int i = b->lo[0]; i < b->hi[0]; i++, q += elem)
+            memcpy((char *)out + elem * ((size_t)i + (size_t)j * s->nx), q, elem);
+      }
+  }
+  free(counts);
+  free(mine);
+  free(all);
+  return st;
+}
+
+static void write_variable(const swe_part *p, int i, int j, const void *arg, char *dst) {
+  ts_swe_var var = *(const ts_swe_var *)arg;
+  double v = p->active[swe_index(p, i, j)] ? p->k->get_cell(p, var, i, j) : NAN;
+  memcpy(dst, &v, sizeof v);
 }
 
 ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out) {
   if (var < TS_SWE_H || var > TS_SWE_MAX_ETA)
     return ts_error(TS_ERR_INTERNAL, "swe: unknown variable %d", (int)var);
-#pragma omp parallel for schedule(static)
-  for (int j = 0; j < s->ny; j++)
-    for (int i = 0; i < s->nx; i++)
-      out[i + (int64_t)j * s->nx] = s->k->get_cell(s, var, i, j);
-  return TS_OK;
+  return gather_cells(s, sizeof(double), write_variable, &var, out);
 }
 
 void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active_tiles) {
-  *ntiles_x = s->tiles_x;
-  *ntiles_y = s->tiles_y;
-  *active_tiles = s->active_tiles;
+  int tile = s->p.tile_size;
+  int tx = (s->nx + tile - 1) / tile, ty = (s->ny + tile - 1) / tile;
+  *ntiles_x = tx;
+  *ntiles_y = ty;
+  *active_tiles = (int64_t)tx * ty;
+  int64_t *wet = calloc((size_t)tx * ty, sizeof *wet);
+  if (!wet)
+    return;
+  for (int k = 0; k < s->nparts; k++)
+    s->parts[k]->k->tiles_wet(s->parts[k], tile, tx, wet);
+  ts_comm_sum_i64(s->comm, wet, tx * ty);
+  if (s->early_exit) {
+    int64_t active = 0;
+    for (int y = 0; y < ty; y++)
+      for (int x = 0; x < tx; x++) {
+        int on[4] = {x == 0, x == tx - 1, y == 0, y == ty - 1}, hit = 0;
+        for (int side = 0; side < 4; side++)
+          hit |=
+              on[side] && (s->p.bc[side].type == TS_BC_LEVEL || s->p.bc[side].type == TS_BC_INFLOW);
+        for (int dy = -1; dy <= 1 && !hit; dy++)
+          for (int dx = -1; dx <= 1 && !hit; dx++)
+            hit = x + dx >= 0 && y + dy >= 0 && x + dx < tx && y + dy < ty &&
+                  wet[(x + dx) + (int64_t)(y + dy) * tx];
+        active += hit;
+      }
+    *active_tiles = active;
+  }
+  free(wet);
 }
 
-const unsigned char *ts_swe_tile_mask(const ts_swe *s) { return s->tile_active; }
+ts_status ts_swe_move_boundary(ts_swe *s, int a, int b, int delta) {
+  ts_decomp d;
+  TS_CALL(ts_decomp_copy(&d, &s->decomp));
+  ts_status st = ts_decomp_move_boundary(&d, a, b, delta);
+  if (st == TS_OK)
+    st = swe_rebuild(s, &d, s->ghost_expansion);
+  ts_decomp_destroy(&d);
+  return st;
+}
 
-/* Checkpoint blob: a header, then the state arrays and maxima over the whole padded layout. */
+ts_status ts_swe_stats(const ts_swe *s, ts_swe_sub_stats *stats) {
+  int nsub = s->decomp.count;
+  double *t = calloc((size_t)nsub * 4, sizeof *t);
+  if (!t)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < s->nparts; k++) {
+    int sub = s->parts[k]->sub;
+    ts_halo_times h = ts_halo_times_of(s->halo, sub);
+    t[4 * sub] = s->parts[k]->compute_s;
+    t[4 * sub + 1] = h.pack + s->halo_times[sub].pack;
+    t[4 * sub + 2] = h.wait + s->halo_times[sub].wait;
+    t[4 * sub + 3] = h.unpack + s->halo_times[sub].unpack;
+  }
+  ts_status st = ts_comm_max(s->comm, t, 4 * nsub);
+  for (int sub = 0; sub < nsub && st == TS_OK; sub++)
+    stats[sub] = (ts_swe_sub_stats){.rank = s->sub_rank[sub],
+                                    .box = s->decomp.boxes[sub],
+                                    .compute = t[4 * sub],
+                                    .pack = t[4 * sub + 1],
+                                    .wait = t[4 * sub + 2],
+                                    .unpack = t[4 * sub + 3]};
+  free(t);
+  return st;
+}
+
+/* ------------------------------------------------------------------ checkpoints */
+
+/* Checkpoint blob: a header, then w, hu, hv, w_carry (working precision) and the four maxima
+ * (double) of every cell of the grid, in grid order. */
 typedef struct swe_checkpoint_header {
   char magic[8];
   int32_t nx, ny, real_size, reserved;
@@ -280,7 +468,8 @@ typedef struct swe_checkpoint_header {
 } swe_checkpoint_header;
 
 static size_t checkpoint_bytes(const ts_swe *s) {
-  return sizeof(swe_checkpoint_header) + (size_t)s->plane * (4 * s->real_size + 4 * sizeof(double));
+  return sizeof(swe_checkpoint_header) +
+         (size_t)s->nx * s->ny * (4 * (size_t)s->p.precision + 4 * sizeof(double));
 }
 
 ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes) {
@@ -288,25 +477,44 @@ ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes) {
   return TS_OK;
 }
 
+/* Array `which` of a part: 0..3 the state, 4..7 the maxima. */
+static char *part_array(const swe_part *p, int which) {
+  void *arrays[8] = {p->w,     p->hu,        p->hv,      p->w_carry,
+                     p->max_h, p->max_speed, p->arrival, p->max_eta};
+  return arrays[which];
+}
+
+static size_t array_elem(const swe_part *p, int which) {
+  return which < 4 ? p->real_size : sizeof(double);
+}
+
+static void write_raw(const swe_part *p, int i, int j, const void *arg, char *dst) {
+  int which = *(const int *)arg;
+  size_t elem = array_elem(p, which);
+  memcpy(dst, part_array(p, which) + elem * (size_t)swe_index(p, i, j), elem);
+}
+
 ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes) {
-  if (bytes != checkpoint_bytes(s))
+  if (s->rank == 0 && bytes != checkpoint_bytes(s))
     return ts_error(TS_ERR_INTERNAL, "swe: checkpoint buffer has the wrong size");
-  swe_checkpoint_header h = {.magic = "TSSWE01",
-                             .nx = s->nx,
-                             .ny = s->ny,
-                             .real_size = (int32_t)s->real_size,
-                             .t = s->t,
-                             .steps = s->steps};
   char *p = blob;
-  memcpy(p, &h, sizeof h);
-  p += sizeof h;
-  size_t rb = (size_t)s->plane * s->real_size, db = (size_t)s->plane * sizeof(double);
-  const void *reals[] = {s->w, s->hu, s->hv, s->w_carry};
-  for (int k = 0; k < 4; k++, p += rb)
-    memcpy(p, reals[k], rb);
-  const double *maxima[] = {s->max_h, s->max_speed, s->arrival, s->max_eta};
-  for (int k = 0; k < 4; k++, p += db)
-    memcpy(p, maxima[k], db);
+  if (s->rank == 0) {
+    swe_checkpoint_header h = {.magic = "TSSWE02",
+                               .nx = s->nx,
+                               .ny = s->ny,
+                               .real_size = (int32_t)s->p.precision,
+                               .t = s->t,
+                               .steps = s->steps};
+    memcpy(p, &h, sizeof h);
+    p += sizeof h;
+  }
+  size_t cells = (size_t)s->nx * s->ny;
+  for (int which = 0; which < 8; which++) {
+    size_t elem = array_elem(s->parts[0], which);
+    TS_CALL(gather_cells(s, elem, write_raw, &which, p));
+    if (p)
+      p += elem * cells;
+  }
   return TS_OK;
 }
 
@@ -315,26 +523,37 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
   if (bytes < sizeof h)
     return ts_error(TS_ERR_INPUT, "checkpoint is truncated");
   memcpy(&h, blob, sizeof h);
-  if (memcmp(h.magic, "TSSWE01", 8) != 0)
+  if (memcmp(h.magic, "TSSWE02", 8) != 0)
     return ts_error(TS_ERR_INPUT, "checkpoint is not a Tessera shallow-water checkpoint");
-  if (h.nx != s->nx || h.ny != s->ny || h.real_size != (int32_t)s->real_size)
+  if (h.nx != s->nx || h.ny != s->ny || h.real_size != (int32_t)s->p.precision)
     return ts_error(TS_ERR_INPUT,
                     "checkpoint is for a %d x %d grid in %s, this case is %d x %d in %s", h.nx,
                     h.ny, h.real_size == 8 ? "double" : "float", s->nx, s->ny,
                     ts_precision_name(s->p.precision));
   if (bytes != checkpoint_bytes(s))
     return ts_error(TS_ERR_INPUT, "checkpoint has the wrong size");
-  const char *p = (const char *)blob + sizeof h;
-  size_t rb = (size_t)s->plane * s->real_size, db = (size_t)s->plane * sizeof(double);
-  void *reals[] = {s->w, s->hu, s->hv, s->w_carry};
-  for (int k = 0; k < 4; k++, p += rb)
-    memcpy(reals[k], p, rb);
-  double *maxima[] = {s->max_h, s->max_speed, s->arrival, s->max_eta};
-  for (int k = 0; k < 4; k++, p += db)
-    memcpy(maxima[k], p, db);
+  TS_CALL(swe_finish_exchange(s));
+  const char *data = (const char *)blob + sizeof h;
+  size_t cells = (size_t)s->nx * s->ny;
+  for (int k = 0; k < s->nparts; k++) {
+    swe_part *p = s->parts[k];
+    const char *a = data;
+    for (int which = 0; which < 8; which++) {
+      size_t elem = array_elem(p, which);
+      char *dst = part_array(p, which);
+      for (int j = 0; j < p->ny; j++)
+        for (int i = 0; i < p->nx; i++)
+          memcpy(dst + elem * (size_t)swe_index(p, i, j),
+                 a + elem * ((size_t)(p->gi0 + i) + (size_t)(p->gj0 + j) * s->nx), elem);
+      a += elem * cells;
+    }
+    p->t = h.t;
+    p->k->refresh_velocities(p, (swe_region){0, p->nx, 0, p->ny});
+    p->k->tile_mask(p, (swe_region){0, p->nx, 0, p->ny});
+  }
   s->t = h.t;
   s->steps = h.steps;
-  refresh_diagnostics(s);
+  s->cycle = 0;
   return TS_OK;
 }
 
@@ -342,5 +561,5 @@ double ts_swe_bytes_per_cell_step(const ts_swe *s) {
   /* What a fused RK2 step must move per cell: stage 1 reads w, hu, hv and the bed and writes
    * w, hu, hv; stage 2 also reads the saved start state. Euler: one stage without the copy. */
   double values = s->p.rk_order == 1 ? 7 : 7 + 10;
-  return values * (double)s->real_size;
+  return values * (double)s->p.precision;
 }

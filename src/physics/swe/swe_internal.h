@@ -1,25 +1,46 @@
-/* Private state of the shallow-water solver shared by swe.c (precision-independent API) and
- * swe_kernels.c (compiled once per precision). All per-cell arrays share one padded layout: a
- * field on (nx+1) x (ny+1) points with a ghost frame of 2, so cells, faces and corners are all
- * addressed as origin + i + j * row for i in [-2, nx+2], j in [-2, ny+2]. */
+/* Private state of the shallow-water solver. The grid is split into subdomains; each one this
+ * rank runs is a `swe_part`: the kernels of swe_kernels.c (compiled once per precision) work on a
+ * part's window, its owned box grown by the halo on the sides that face other subdomains.
+ *
+ * All per-cell arrays of a part share one padded layout: a field on (nx+1) x (ny+1) points with a
+ * ghost frame of 2, so cells, faces and corners are addressed as origin + i + j * row for i in
+ * [-2, nx+2], j in [-2, ny+2] (local coordinates: window cell (0,0) is global (gi0, gj0)). */
 #ifndef TESSERA_SWE_INTERNAL_H
 #define TESSERA_SWE_INTERNAL_H
 
+#include "tessera/comm.h"
+#include "tessera/halo.h"
 #include "tessera/swe.h"
 
 #define SWE_GHOST 2
+/* Cells of the state one stage reads around a cell it updates: two for the reconstruction of
+ * the face fluxes, one more for the outflow limiter of the neighbours. */
+#define SWE_STAGE_REACH 3
 
 typedef struct swe_kernels swe_kernels;
 
-struct ts_swe {
-  ts_swe_params p;
-  ts_grid grid;
-  int nx, ny;
-  int64_t row;      /* elements between (i,j) and (i,j+1) */
-  int64_t origin;   /* element index of cell (0,0) */
-  int64_t plane;    /* elements in one array of the layout */
-  size_t real_size; /* 4 or 8 */
+/* A box of local cells [i0, i1) x [j0, j1). */
+typedef struct swe_region {
+  int i0, i1, j0, j1;
+} swe_region;
+
+typedef struct swe_part {
+  const ts_swe_params *p; /* the solver's parameters */
+  int sub;                /* subdomain index */
+  ts_grid grid;           /* the window as a grid */
+  int nx, ny;             /* window cells */
+  int gi0, gj0;           /* global coordinates of window cell (0,0) */
+  swe_region own;         /* owned cells, local coordinates */
+  int internal[4];        /* window sides inside the global grid (no boundary condition there) */
+  int threads;            /* OpenMP threads of its loops */
+  int early_exit;         /* skip inactive tiles */
+  int64_t row;            /* elements between (i,j) and (i,j+1) */
+  int64_t origin;         /* element index of cell (0,0) */
+  int64_t plane;          /* elements in one array of the layout */
+  size_t real_size;       /* 4 or 8 */
   const swe_kernels *k;
+  const int *bc_cells; /* active cells along each global side (the solver's) */
+  double t;            /* time of the state */
 
   /* Arrays of the working precision (ts_real), each `plane` elements. */
   void *w, *hu, *hv;     /* state: surface elevation and unit discharges */
@@ -39,43 +60,102 @@ struct ts_swe {
   /* Maxima since t = 0 (double, `plane` elements). */
   double *max_h, *max_speed, *arrival, *max_eta;
 
-  /* Activity mask per tile. */
+  /* Activity mask per tile of the window. */
   int tiles_x, tiles_y;
-  unsigned char *tile_wet, *tile_active;
+  unsigned char *tile_wet;
   int *tile_list; /* indices of the active tiles, the work list of every pass */
   int ntile_list;
-  int64_t active_tiles;
 
-  /* Boundary hydrographs (owned copies) and active cell counts along each side. */
-  double *bc_t[4], *bc_q[4];
-  int bc_cells[4];
+  double compute_s; /* seconds in the kernels */
+} swe_part;
 
-  int64_t active_cells;
-  double t;
-  int64_t steps;
-};
+/* The global rasters a part is built from (read only). */
+typedef struct swe_inputs {
+  const ts_raster *bed, *h0, *hu0, *hv0, *friction;
+} swe_inputs;
 
 struct swe_kernels {
-  /* Fills bed, state, friction and masks from rasters already checked for geometry. */
-  ts_status (*init)(ts_swe *s, const ts_raster *bed, const ts_raster *h0, const ts_raster *hu0,
-                    const ts_raster *hv0, const ts_raster *friction);
-  ts_status (*set_surface)(ts_swe *s, const ts_raster *eta);
-  ts_status (*step)(ts_swe *s, double dt_max, double *dt_taken);
-  double (*get_cell)(const ts_swe *s, ts_swe_var var, int i, int j);
-  double (*volume)(const ts_swe *s);
-  int64_t (*wet_cells)(const ts_swe *s);
-  void (*update_diagnostics)(ts_swe *s); /* maxima and tile mask after a step or at t = 0 */
-  void (*refresh_velocities)(ts_swe *s); /* u, v of every cell from the state */
+  /* Fills bed, state and friction of the window from the global rasters. */
+  void (*init)(swe_part *s, const swe_inputs *in);
+  void (*set_surface)(swe_part *s, const ts_raster *eta);
+  /* Ghost cells of the global sides along the window, for stage time t. */
+  void (*fill_boundaries)(swe_part *s, double t);
+  /* Face fluxes and bed sources of the cells of r; adds the largest wave speeds of the faces
+   * of owned cells to amax (x, y). */
+  void (*fluxes)(swe_part *s, swe_region r, double amax[2]);
+  void (*impose_inflow)(swe_part *s, double t);
+  void (*drain)(swe_part *s, swe_region r, double dt);
+  /* Euler stage on the cells of r; returns nonzero on a non-finite value. */
+  int (*update)(swe_part *s, swe_region r, double dt, int stage);
+  /* Tile mask from the cells of `valid`; tiles reaching outside it count as wet. */
+  void (*tile_mask)(swe_part *s, swe_region valid);
+  void (*maxima)(swe_part *s); /* of the owned cells at time s->t */
+  void (*refresh_velocities)(swe_part *s, swe_region r);
+  double (*get_cell)(const swe_part *s, ts_swe_var var, int i, int j); /* local, active cell */
+  void (*volume)(const swe_part *s, ts_exact_sum *sum);                /* owned cells */
+  int64_t (*wet_cells)(const swe_part *s);                             /* owned cells */
+  /* Marks global tiles of `tile` cells holding water in owned cells: wet[tx + ty * ntx]. */
+  void (*tiles_wet)(const swe_part *s, int tile, int ntx, int64_t *wet);
+  double (*round)(double x); /* x in the working precision */
 };
 
 extern const swe_kernels swe_kernels_float;
 extern const swe_kernels swe_kernels_double;
 
-static inline int64_t swe_index(const ts_swe *s, int i, int j) {
+static inline int64_t swe_index(const swe_part *s, int i, int j) {
   return s->origin + i + j * s->row;
 }
 
 /* Discharge q (m3/s) of side `side` at time t from its hydrograph (linear, held at the ends). */
-double swe_inflow_discharge(const ts_swe *s, int side, double t);
+double swe_inflow_discharge(const ts_swe_params *p, int side, double t);
+
+/* ---- the solver: this rank's parts, the split, the halo plan */
+
+struct ts_swe {
+  ts_swe_params p;
+  ts_grid grid;
+  int nx, ny;
+  const ts_comm *comm;
+  int rank, nranks;
+  ts_decomp decomp;
+  int *sub_rank;             /* rank of each subdomain */
+  int nparts;                /* this rank's subdomains */
+  swe_part **parts;          /* indexed 0 .. nparts */
+  swe_part **by_sub;         /* indexed by subdomain, NULL for other ranks' */
+  ts_halo_plan *halo;        /* exchange of the windows' halos */
+  ts_halo_times *halo_times; /* per subdomain, of the plans replaced so far */
+  ts_halo_field *fields;     /* per subdomain: state (w, hu, hv, w_carry) */
+  int ghost_expansion;       /* steps between exchanges */
+  int halo_width;            /* cells: SWE_STAGE_REACH x stages x ghost_expansion */
+  int cycle;                 /* stages done since the last exchange */
+  int in_flight;             /* an exchange was started and not finished */
+  int early_exit;            /* resolved at the first step */
+  int outer_threads;         /* threads over parts */
+  ts_raster bed, friction;   /* copies of the global inputs, to build parts when boundaries move */
+  int has_friction;
+  double *bc_t[4], *bc_q[4];
+  int bc_cells[4];
+  int64_t active_cells;
+  double t;
+  int64_t steps;
+};
+
+/* swe_part.c: building, destroying and describing parts. */
+ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, const swe_inputs *in);
+void swe_part_destroy(swe_part *part);
+/* The state fields of a part for the halo engine: w, hu, hv, w_carry; with maxima also the
+ * four maxima (for migration). Returns the number of fields. */
+int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out);
+
+/* swe_step.c: the decomposed step, exchanges and rebuilding the parts. */
+ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken);
+ts_status swe_finish_exchange(ts_swe *s);
+ts_status swe_exchange(ts_swe *s); /* a full, blocking halo exchange */
+ts_status swe_build_halo_plan(ts_swe *s);
+/* Replaces the split (and halo width): parts whose window changes are rebuilt and their owned
+ * cells migrated from the old owners; then a full exchange. */
+ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion);
+/* Runs f(part) for every part of this rank, in parallel when there are several. */
+void swe_for_parts(ts_swe *s, void (*f)(swe_part *part, void *arg), void *arg);
 
 #endif

@@ -1,11 +1,13 @@
-/* CPU (OpenMP) implementation of the shallow-water step, compiled once per precision: with
- * TS_REAL_DOUBLE=0 it defines swe_kernels_float, with TS_REAL_DOUBLE=1 swe_kernels_double.
+/* CPU (OpenMP) implementation of the shallow-water passes on one part (subdomain window),
+ * compiled once per precision: with TS_REAL_DOUBLE=0 it defines swe_kernels_float, with
+ * TS_REAL_DOUBLE=1 swe_kernels_double.
  *
- * One stage on the whole grid: fill the ghost frame (boundary conditions), sweep rows for the
- * x-face fluxes and sweep column strips for the y-face fluxes (each cell is reconstructed once
- * per axis), reduce the time step (first stage), compute each cell's outflow limiter, then
- * update the cells with friction. The x and y parts of every update are formed separately and
- * added last, so transposing the input transposes the output bit for bit. */
+ * One stage, each pass on a region of the window given by swe_step.c: fill the ghost frame of
+ * the global sides (boundary conditions), sweep rows for the x-face fluxes and column strips for
+ * the y-face fluxes (each cell is reconstructed once per axis), compute each cell's outflow
+ * limiter, then update the cells with friction. The x and y parts of every update are formed
+ * separately and added last, so transposing the input transposes the output bit for bit. Every
+ * pass visits only the active tiles (early exit). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -31,24 +33,25 @@ typedef float ts_real;
 
 /* Depth below which velocities are desingularised (m): a hundredth of the dry depth, so flows
  * of a millimetre keep their full speed (a dry-bed dam-break front needs that). */
-static ts_real swe_kappa(const ts_swe *s) { return (ts_real)(0.01 * s->p.dry_depth); }
+static ts_real swe_kappa(const swe_part *s) { return (ts_real)(0.01 * s->p->dry_depth); }
 
 /* Velocities and characteristic speed |u| + 2 sqrt(g h) of cell c from its state (zero when
  * dry). */
-static inline void cell_velocity(ts_swe *s, int64_t c) {
+static inline void cell_velocity(swe_part *s, int64_t c) {
   ts_real h = A(s->w)[c] - A(s->bed)[c], kappa = swe_kappa(s);
   ts_real u = h > 0 ? swe_velocity(A(s->hu)[c], h, kappa) : SWE_R(0);
   ts_real v = h > 0 ? swe_velocity(A(s->hv)[c], h, kappa) : SWE_R(0);
   A(s->u)[c] = u;
   A(s->v)[c] = v;
   A(s->char_speed)
-  [c] = h > 0 ? SWE_SQRT(u * u + v * v) + SWE_R(2) * SWE_SQRT((ts_real)s->p.gravity * h) : SWE_R(0);
+  [c] =
+      h > 0 ? SWE_SQRT(u * u + v * v) + SWE_R(2) * SWE_SQRT((ts_real)s->p->gravity * h) : SWE_R(0);
 }
 
-static void kernels_refresh_velocities(ts_swe *s) {
-#pragma omp parallel for schedule(static)
-  for (int j = -SWE_GHOST; j < s->ny + SWE_GHOST; j++)
-    for (int i = -SWE_GHOST; i < s->nx + SWE_GHOST; i++)
+static void kernels_refresh_velocities(swe_part *s, swe_region r) {
+#pragma omp parallel for schedule(static) num_threads(s->threads)
+  for (int j = r.j0; j < r.j1; j++)
+    for (int i = r.i0; i < r.i1; i++)
       cell_velocity(s, swe_index(s, i, j));
 }
 
@@ -57,12 +60,13 @@ static void kernels_refresh_velocities(ts_swe *s) {
 /* Bed at corners: mean of the active cells around each corner, so the bed of a wet cell next to a
  * NODATA or wall cell is never raised by it; faces take the mean of their two corners and cells
  * the mean of their four (KP07), so the depth of a cell is the mean of its face depths. Ghost
- * cells of open boundaries replicate the edge cell of the DEM. */
-static void build_bed(ts_swe *s, const ts_raster *dem) {
+ * cells of open boundaries replicate the edge cell of the DEM. The window reads the global DEM,
+ * so its corners and cells equal those of the whole grid. */
+static void build_bed(swe_part *s, const ts_raster *dem) {
   ts_real *corner = A(s->corner), *bed = A(s->bed);
-  int nx = s->nx, ny = s->ny;
-  for (int j = -SWE_GHOST + 1; j < ny + SWE_GHOST; j++) {
-    for (int i = -SWE_GHOST + 1; i < nx + SWE_GHOST; i++) {
+  int nx = dem->ncols, ny = dem->nrows;
+  for (int j = -SWE_GHOST + 1; j < s->ny + SWE_GHOST; j++) {
+    for (int i = -SWE_GHOST + 1; i < s->nx + SWE_GHOST; i++) {
       /* cells around corner (i, j), summed as (sw + ne) + (se + nw): symmetric under transposition
        */
       int ci[4] = {i - 1, i, i, i - 1}, cj[4] = {j - 1, j, j - 1, j};
@@ -71,16 +75,17 @@ static void build_bed(ts_swe *s, const ts_raster *dem) {
       for (int k = 0; k < 4; k++) {
         if (!s->active[swe_index(s, ci[k], cj[k])])
           continue;
-        int ri = ci[k] < 0 ? 0 : (ci[k] >= nx ? nx - 1 : ci[k]);
-        int rj = cj[k] < 0 ? 0 : (cj[k] >= ny ? ny - 1 : cj[k]);
+        int gi = s->gi0 + ci[k], gj = s->gj0 + cj[k];
+        int ri = gi < 0 ? 0 : (gi >= nx ? nx - 1 : gi);
+        int rj = gj < 0 ? 0 : (gj >= ny ? ny - 1 : gj);
         z[k] = dem->v[ri + (int64_t)rj * nx];
         n++;
       }
       corner[swe_index(s, i, j)] = n ? (ts_real)(((z[0] + z[1]) + (z[2] + z[3])) / n) : SWE_R(0);
     }
   }
-  for (int j = -SWE_GHOST + 1; j < ny + SWE_GHOST - 1; j++) {
-    for (int i = -SWE_GHOST + 1; i < nx + SWE_GHOST - 1; i++) {
+  for (int j = -SWE_GHOST + 1; j < s->ny + SWE_GHOST - 1; j++) {
+    for (int i = -SWE_GHOST + 1; i < s->nx + SWE_GHOST - 1; i++) {
       int64_t c = swe_index(s, i, j);
       ts_real sw = corner[c], se = corner[c + 1], nw = corner[c + s->row],
               ne = corner[c + s->row + 1];
@@ -92,14 +97,14 @@ static void build_bed(ts_swe *s, const ts_raster *dem) {
     drain[c] = SWE_R(1);
 }
 
-static ts_status kernels_init(ts_swe *s, const ts_raster *dem, const ts_raster *h0,
-                              const ts_raster *hu0, const ts_raster *hv0,
-                              const ts_raster *friction) {
-  build_bed(s, dem);
+static void kernels_init(swe_part *s, const swe_inputs *in) {
+  build_bed(s, in->bed);
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
+  const ts_raster *h0 = in->h0, *hu0 = in->hu0, *hv0 = in->hv0;
   for (int j = 0; j < s->ny; j++) {
     for (int i = 0; i < s->nx; i++) {
-      int64_t c = swe_index(s, i, j), r = i + (int64_t)j * s->nx;
+      int64_t c = swe_index(s, i, j);
+      int64_t r = (s->gi0 + i) + (int64_t)(s->gj0 + j) * in->bed->ncols;
       if (!s->active[c]) {
         w[c] = bed[c];
         continue;
@@ -110,19 +115,18 @@ static ts_status kernels_init(ts_swe *s, const ts_raster *dem, const ts_raster *
       w[c] = h > 0 ? bed[c] + (ts_real)h : bed[c];
       hu[c] = (ts_real)(hu0 && !ts_raster_is_nodata(hu0, hu0->v[r]) && h > 0 ? hu0->v[r] : 0);
       hv[c] = (ts_real)(hv0 && !ts_raster_is_nodata(hv0, hv0->v[r]) && h > 0 ? hv0->v[r] : 0);
-      if (friction)
-        A(s->friction)[c] = (ts_real)friction->v[r];
+      if (in->friction)
+        A(s->friction)[c] = (ts_real)in->friction->v[r];
     }
   }
-  return TS_OK;
 }
 
-static ts_status kernels_set_surface(ts_swe *s, const ts_raster *eta) {
+static void kernels_set_surface(swe_part *s, const ts_raster *eta) {
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
   for (int j = 0; j < s->ny; j++) {
     for (int i = 0; i < s->nx; i++) {
       int64_t c = swe_index(s, i, j);
-      double e = eta->v[i + (int64_t)j * s->nx];
+      double e = eta->v[(s->gi0 + i) + (int64_t)(s->gj0 + j) * eta->ncols];
       w[c] = bed[c];
       if (s->active[c] && !ts_raster_is_nodata(eta, e) && (ts_real)e > bed[c])
         w[c] = (ts_real)e;
@@ -130,14 +134,13 @@ static ts_status kernels_set_surface(ts_swe *s, const ts_raster *eta) {
         hu[c] = hv[c] = 0;
     }
   }
-  return TS_OK;
 }
 
 /* ---------------------------------------------------------------- boundary conditions */
 
 /* Ghost cell (gi, gj) copies interior cell (ii, ij): depth, discharges (normal one optionally
  * replaced), surface over its own bed; a fixed level replaces the surface. */
-static void fill_ghost(ts_swe *s, const ts_swe_bc *bc, int64_t g, int64_t in, int normal_is_x,
+static void fill_ghost(swe_part *s, const ts_swe_bc *bc, int64_t g, int64_t in, int normal_is_x,
                        double q_unit) {
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
   ts_real h = swe_max(SWE_R(0), w[in] - bed[in]);
@@ -150,7 +153,7 @@ static void fill_ghost(ts_swe *s, const ts_swe_bc *bc, int64_t g, int64_t in, in
     /* The inflow arrives at least at critical depth, so its speed enters the time step even
      * when it runs onto a dry bed. */
     ts_real *qn = normal_is_x ? hu : hv;
-    ts_real q = (ts_real)q_unit, g_acc = (ts_real)s->p.gravity;
+    ts_real q = (ts_real)q_unit, g_acc = (ts_real)s->p->gravity;
     ts_real h_crit = SWE_CBRT(q * q / g_acc);
     w[g] = bed[g] + swe_max(h, h_crit);
     qn[g] = q;
@@ -158,16 +161,17 @@ static void fill_ghost(ts_swe *s, const ts_swe_bc *bc, int64_t g, int64_t in, in
   cell_velocity(s, g);
 }
 
-static void fill_boundaries(ts_swe *s, double t) {
+/* Ghost cells of the global sides of the window (sides facing other subdomains have none). */
+static void kernels_fill_boundaries(swe_part *s, double t) {
   int nx = s->nx, ny = s->ny;
   for (int side = 0; side < 4; side++) {
-    const ts_swe_bc *bc = &s->p.bc[side];
-    if (bc->type == TS_BC_WALL)
+    const ts_swe_bc *bc = &s->p->bc[side];
+    if (bc->type == TS_BC_WALL || s->internal[side])
       continue;
     double q_unit = 0;
     if (bc->type == TS_BC_INFLOW && s->bc_cells[side] > 0) {
       double width = s->bc_cells[side] * s->grid.dx[side < 2 ? 1 : 0];
-      q_unit = swe_inflow_discharge(s, side, t) / width;
+      q_unit = swe_inflow_discharge(s->p, side, t) / width;
       if (side == TS_EAST || side == TS_NORTH)
         q_unit = -q_unit;
     }
@@ -193,7 +197,7 @@ static void fill_boundaries(ts_swe *s, double t) {
 
 /* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y). Inactive
  * neighbours act as mirrors of the cell (reflective walls). */
-static inline void reconstruct_cell(const ts_swe *s, int64_t c, int64_t step, int x_axis,
+static inline void reconstruct_cell(const swe_part *s, int64_t c, int64_t step, int x_axis,
                                     ts_real face_lo, ts_real face_hi, swe_side *lo, swe_side *hi) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
   const ts_real *qn_a = A(x_axis ? s->hu : s->hv), *qt_a = A(x_axis ? s->hv : s->hu);
@@ -210,22 +214,23 @@ static inline void reconstruct_cell(const ts_swe *s, int64_t c, int64_t step, in
     u[k] = sign * un_a[n];
     v[k] = ut_a[n];
   }
-  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, (ts_real)s->p.theta, swe_kappa(s), lo, hi);
+  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, (ts_real)s->p->theta, swe_kappa(s), lo,
+                  hi);
 }
 
 /* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
  * the flux and the pressure corrections; returns the wave speed. */
-static inline ts_real face_between(const ts_swe *s, int act_a, int act_b, swe_side hi_a,
+static inline ts_real face_between(const swe_part *s, int act_a, int act_b, swe_side hi_a,
                                    swe_side lo_b, ts_real flux[3], ts_real *corr_a,
                                    ts_real *corr_b) {
   ts_real speed = 0;
   *corr_a = *corr_b = 0;
   if (act_a && act_b)
-    swe_face_flux(hi_a, lo_b, (ts_real)s->p.gravity, flux, corr_a, corr_b, &speed);
+    swe_face_flux(hi_a, lo_b, (ts_real)s->p->gravity, flux, corr_a, corr_b, &speed);
   else if (act_a)
-    swe_face_flux(hi_a, swe_mirror(hi_a), (ts_real)s->p.gravity, flux, corr_a, corr_b, &speed);
+    swe_face_flux(hi_a, swe_mirror(hi_a), (ts_real)s->p->gravity, flux, corr_a, corr_b, &speed);
   else if (act_b)
-    swe_face_flux(swe_mirror(lo_b), lo_b, (ts_real)s->p.gravity, flux, corr_a, corr_b, &speed);
+    swe_face_flux(swe_mirror(lo_b), lo_b, (ts_real)s->p->gravity, flux, corr_a, corr_b, &speed);
   else
     flux[0] = flux[1] = flux[2] = 0;
   return speed;
@@ -233,11 +238,12 @@ static inline ts_real face_between(const ts_swe *s, int act_a, int act_b, swe_si
 
 /* Sweeps one line of cells (a row for x, a column for y) from index -1 to n: every face from 0
  * to n gets its flux; every interior cell gets its bed source including the pressure
- * corrections of its two faces. Returns the largest wave speed on the line. */
-static ts_real sweep_line(ts_swe *s, int64_t first, int64_t step, int64_t corner_step, int n,
-                          int x_axis, ts_real *f0, ts_real *f1, ts_real *f2, ts_real *src) {
+ * corrections of its two faces. Returns the largest wave speed of faces count_lo..count_hi. */
+static ts_real sweep_line(swe_part *s, int64_t first, int64_t step, int64_t corner_step, int n,
+                          int x_axis, ts_real *f0, ts_real *f1, ts_real *f2, ts_real *src,
+                          int count_lo, int count_hi) {
   const ts_real *corner = A(s->corner);
-  ts_real g = (ts_real)s->p.gravity, amax = 0;
+  ts_real g = (ts_real)s->p->gravity, amax = 0;
   swe_side lo_prev, hi_prev, lo, hi;
   int64_t c = first - step;
   ts_real face_lo = SWE_R(0.5) * (corner[c] + corner[c + corner_step]);
@@ -256,7 +262,8 @@ static ts_real sweep_line(ts_swe *s, int64_t first, int64_t step, int64_t corner
       reconstruct_cell(s, c, step, x_axis, face_lo, face_hi, &lo, &hi);
     ts_real flux[3], corr_lo_side, corr_hi_side;
     ts_real speed = face_between(s, act_prev, act, hi_prev, lo, flux, &corr_lo_side, &corr_hi_side);
-    amax = swe_max(amax, speed);
+    if (k >= count_lo && k <= count_hi)
+      amax = swe_max(amax, speed);
     f0[c] = flux[0];
     f1[c] = flux[1];
     f2[c] = flux[2];
@@ -273,46 +280,55 @@ static ts_real sweep_line(ts_swe *s, int64_t first, int64_t step, int64_t corner
   return amax;
 }
 
-/* Cell range [i0, i1) x [j0, j1) of tile k. */
-static inline void tile_range(const ts_swe *s, int k, int *i0, int *i1, int *j0, int *j1) {
-  int ts = s->p.tile_size, tx = k % s->tiles_x, ty = k / s->tiles_x;
-  *i0 = tx * ts;
-  *j0 = ty * ts;
-  *i1 = *i0 + ts < s->nx ? *i0 + ts : s->nx;
-  *j1 = *j0 + ts < s->ny ? *j0 + ts : s->ny;
+/* Cells of tile k within region r: [i0, i1) x [j0, j1); 0 when there are none. */
+static inline int tile_cells(const swe_part *s, int k, swe_region r, int *i0, int *i1, int *j0,
+                             int *j1) {
+  int ts = s->p->tile_size, tx = k % s->tiles_x, ty = k / s->tiles_x;
+  *i0 = tx * ts > r.i0 ? tx * ts : r.i0;
+  *j0 = ty * ts > r.j0 ? ty * ts : r.j0;
+  *i1 = (tx + 1) * ts < r.i1 ? (tx + 1) * ts : r.i1;
+  *j1 = (ty + 1) * ts < r.j1 ? (ty + 1) * ts : r.j1;
+  return *i0 < *i1 && *j0 < *j1;
 }
 
-/* Fluxes on every face of the active tiles and bed sources of their cells; returns the largest
- * wave speeds along x and y. Skipped tiles are dry with dry surroundings: their fluxes are zero. */
-static void compute_fluxes(ts_swe *s, ts_real *amax_x, ts_real *amax_y) {
+/* Fluxes on every face of the cells of r in active tiles and bed sources of those cells; adds
+ * the largest wave speeds along x and y over the faces of owned cells to amax. Skipped tiles
+ * are dry with dry surroundings: their fluxes are zero. */
+static void kernels_fluxes(swe_part *s, swe_region r, double amax[2]) {
   ts_real ax = 0, ay = 0;
-#pragma omp parallel for schedule(dynamic, 4) reduction(max : ax, ay)
+  swe_region own = s->own;
+#pragma omp parallel for schedule(dynamic, 4) reduction(max : ax, ay) num_threads(s->threads)
   for (int t = 0; t < s->ntile_list; t++) {
     int i0, i1, j0, j1;
-    tile_range(s, s->tile_list[t], &i0, &i1, &j0, &j1);
+    if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
+      continue;
     for (int j = j0; j < j1; j++) {
-      ts_real a = sweep_line(s, swe_index(s, i0, j), 1, s->row, i1 - i0, 1, A(s->fx[0]),
-                             A(s->fx[1]), A(s->fx[2]), A(s->src_x));
+      int owned = j >= own.j0 && j < own.j1;
+      ts_real a =
+          sweep_line(s, swe_index(s, i0, j), 1, s->row, i1 - i0, 1, A(s->fx[0]), A(s->fx[1]),
+                     A(s->fx[2]), A(s->src_x), own.i0 - i0, owned ? own.i1 - i0 : -1);
       ax = swe_max(ax, a);
     }
     for (int i = i0; i < i1; i++) {
-      ts_real a = sweep_line(s, swe_index(s, i, j0), s->row, 1, j1 - j0, 0, A(s->fy[0]),
-                             A(s->fy[1]), A(s->fy[2]), A(s->src_y));
+      int owned = i >= own.i0 && i < own.i1;
+      ts_real a =
+          sweep_line(s, swe_index(s, i, j0), s->row, 1, j1 - j0, 0, A(s->fy[0]), A(s->fy[1]),
+                     A(s->fy[2]), A(s->src_y), own.j0 - j0, owned ? own.j1 - j0 : -1);
       ay = swe_max(ay, a);
     }
   }
-  *amax_x = ax;
-  *amax_y = ay;
+  amax[0] = fmax(amax[0], (double)ax);
+  amax[1] = fmax(amax[1], (double)ay);
 }
 
 /* Override the mass flux through inflow sides with the prescribed discharge, so the volume that
  * enters is exactly the hydrograph's. */
-static void impose_inflow(ts_swe *s, double t) {
+static void kernels_impose_inflow(swe_part *s, double t) {
   for (int side = 0; side < 4; side++) {
-    if (s->p.bc[side].type != TS_BC_INFLOW || s->bc_cells[side] == 0)
+    if (s->p->bc[side].type != TS_BC_INFLOW || s->bc_cells[side] == 0 || s->internal[side])
       continue;
     double width = s->bc_cells[side] * s->grid.dx[side < 2 ? 1 : 0];
-    ts_real q = (ts_real)(swe_inflow_discharge(s, side, t) / width);
+    ts_real q = (ts_real)(swe_inflow_discharge(s->p, side, t) / width);
     int along = side < 2 ? s->ny : s->nx;
     for (int a = 0; a < along; a++) {
       int i, j;
@@ -338,15 +354,17 @@ static void impose_inflow(ts_swe *s, double t) {
  * neighbours. No flow accelerates water beyond it (the Riemann invariants of a dry-bed dam break
  * reach exactly that speed at the front), but a thin cell that receives momentum from a deep
  * neighbour would, and its spurious speed would shrink the time step. */
-static void compute_drain(ts_swe *s, ts_real dt) {
+static void kernels_drain(swe_part *s, swe_region r, double dt_in) {
+  ts_real dt = (ts_real)dt_in;
   const ts_real *w = A(s->w), *bed = A(s->bed), *fx = A(s->fx[0]), *fy = A(s->fy[0]);
   const ts_real *cs = A(s->char_speed);
   ts_real *drain = A(s->drain), *cap = A(s->speed_cap);
   ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
-#pragma omp parallel for schedule(dynamic, 4)
+#pragma omp parallel for schedule(dynamic, 4) num_threads(s->threads)
   for (int t = 0; t < s->ntile_list; t++) {
     int i0, i1, j0, j1;
-    tile_range(s, s->tile_list[t], &i0, &i1, &j0, &j1);
+    if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
+      continue;
     for (int j = j0; j < j1; j++) {
       for (int i = i0; i < i1; i++) {
         int64_t c = swe_index(s, i, j);
@@ -371,7 +389,8 @@ static inline ts_real face_limit(const ts_real *drain, ts_real mass_flux, int64_
 /* Euler update of the cells of the active tiles with the stored fluxes, then friction. stage 0
  * of RK2 saves the state at the start of the step; stage 1 averages with it (SSP-RK2). Returns
  * nonzero if a non-finite value appeared. */
-static int update_cells(ts_swe *s, ts_real dt, int stage) {
+static int kernels_update(swe_part *s, swe_region r, double dt_in, int stage) {
+  ts_real dt = (ts_real)dt_in;
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv);
   ts_real *w0 = A(s->w0), *hu0 = A(s->hu0), *hv0 = A(s->hv0);
   const ts_real *bed = A(s->bed);
@@ -380,18 +399,19 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
   const ts_real *sx = A(s->src_x), *sy = A(s->src_y), *drain = A(s->drain);
   const ts_real *cap = A(s->speed_cap);
   const ts_real *fric = s->friction ? A(s->friction) : NULL;
-  ts_real fric_const = (ts_real)s->p.friction_value, g = (ts_real)s->p.gravity;
+  ts_real fric_const = (ts_real)s->p->friction_value, g = (ts_real)s->p->gravity;
   ts_real kappa = swe_kappa(s);
   ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
-  int kind = (int)s->p.friction, save = stage == 0 && s->p.rk_order == 2, average = stage == 1;
-  int last = stage + 1 == s->p.rk_order;
+  int kind = (int)s->p->friction, save = stage == 0 && s->p->rk_order == 2, average = stage == 1;
+  int last = stage + 1 == s->p->rk_order;
   ts_real *carry = A(s->w_carry);
   int64_t row = s->row;
   int bad = 0;
-#pragma omp parallel for schedule(dynamic, 4) reduction(| : bad)
+#pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(s->threads)
   for (int t = 0; t < s->ntile_list; t++) {
     int i0, i1, j0, j1;
-    tile_range(s, s->tile_list[t], &i0, &i1, &j0, &j1);
+    if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
+      continue;
     for (int j = j0; j < j1; j++) {
       for (int i = i0; i < i1; i++) {
         int64_t c = swe_index(s, i, j);
@@ -466,48 +486,13 @@ static int update_cells(ts_swe *s, ts_real dt, int stage) {
   return bad;
 }
 
-static ts_status kernels_step(ts_swe *s, double dt_max, double *dt_taken) {
-  int stages = s->p.rk_order == 1 ? 1 : 2;
-  ts_real dt = 0;
-  int clamped = 0;
-  for (int stage = 0; stage < stages; stage++) {
-    double t_stage = s->t + (stage ? (double)dt : 0.0);
-    fill_boundaries(s, t_stage);
-    ts_real ax, ay;
-    compute_fluxes(s, &ax, &ay);
-    if (stage == 0) {
-      double lim = INFINITY;
-      if (ax > 0)
-        lim = fmin(lim, s->p.cfl * s->grid.dx[0] / ax);
-      if (ay > 0)
-        lim = fmin(lim, s->p.cfl * s->grid.dx[1] / ay);
-      clamped = !(lim < dt_max);
-      dt = (ts_real)(clamped ? dt_max : lim);
-      if (!(dt > 0))
-        return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", (double)dt,
-                        s->t);
-    }
-    impose_inflow(s, t_stage);
-    compute_drain(s, dt);
-    if (update_cells(s, dt, stage))
-      return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)", s->t,
-                      (long long)s->steps);
-  }
-  /* A step clamped to an output time lands on it exactly (dt_max may not be representable in
-   * the working precision; the difference is below its round-off). */
-  s->t = clamped ? s->t + dt_max : s->t + (double)dt;
-  s->steps++;
-  *dt_taken = (double)dt;
-  return TS_OK;
-}
-
 /* ---------------------------------------------------------------- diagnostics and access */
 
-static double cell_value(const ts_swe *s, ts_swe_var var, int64_t c) {
+static double cell_value(const swe_part *s, ts_swe_var var, int64_t c) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
   double h = (double)swe_max(SWE_R(0), w[c] - bed[c]);
   double u = 0, v = 0;
-  if (h > s->p.dry_depth) {
+  if (h > s->p->dry_depth) {
     u = (double)A(s->u)[c];
     v = (double)A(s->v)[c];
   }
@@ -528,79 +513,110 @@ static double cell_value(const ts_swe *s, ts_swe_var var, int64_t c) {
   return NAN;
 }
 
-static double kernels_get_cell(const ts_swe *s, ts_swe_var var, int i, int j) {
+static double kernels_get_cell(const swe_part *s, ts_swe_var var, int i, int j) {
   int64_t c = swe_index(s, i, j);
   return s->active[c] ? cell_value(s, var, c) : NAN;
 }
 
-static double kernels_volume(const ts_swe *s) {
-  const ts_real *w = A(s->w), *bed = A(s->bed);
-  double *rows = malloc(sizeof(double) * (size_t)s->ny);
-  if (!rows)
-    return NAN;
-#pragma omp parallel for schedule(static)
-  for (int j = 0; j < s->ny; j++) {
-    double sum = 0;
-    for (int i = 0; i < s->nx; i++) {
+static void kernels_volume(const swe_part *s, ts_exact_sum *sum) {
+  const ts_real *w = A(s->w), *bed = A(s->bed), *carry = A(s->w_carry);
+  ts_exact_sum total = {0, 0};
+  for (int j = s->own.j0; j < s->own.j1; j++)
+    for (int i = s->own.i0; i < s->own.i1; i++) {
       int64_t c = swe_index(s, i, j);
-      if (s->active[c] && w[c] > bed[c])
-        sum += ((double)w[c] - (double)bed[c]) + (double)A(s->w_carry)[c];
+      if (s->active[c] && w[c] > bed[c]) {
+        ts_exact_sum_add(&total, (double)w[c] - (double)bed[c]);
+        ts_exact_sum_add(&total, (double)carry[c]);
+      }
     }
-    rows[j] = sum;
-  }
-  double total = 0;
-  for (int j = 0; j < s->ny; j++)
-    total += rows[j];
-  free(rows);
-  return total * s->grid.dx[0] * s->grid.dx[1];
+  ts_exact_sum_merge(sum, total);
 }
 
-static int64_t kernels_wet_cells(const ts_swe *s) {
+static int64_t kernels_wet_cells(const swe_part *s) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
-  ts_real dry = (ts_real)s->p.dry_depth;
+  ts_real dry = (ts_real)s->p->dry_depth;
   int64_t n = 0;
-#pragma omp parallel for schedule(static) reduction(+ : n)
-  for (int j = 0; j < s->ny; j++)
-    for (int i = 0; i < s->nx; i++) {
+  for (int j = s->own.j0; j < s->own.j1; j++)
+    for (int i = s->own.i0; i < s->own.i1; i++) {
       int64_t c = swe_index(s, i, j);
       n += s->active[c] && w[c] - bed[c] > dry;
     }
   return n;
 }
 
-/* Does a level or inflow boundary touch tile (tx, ty)? Such tiles are always computed, since
- * water may enter them from outside. */
-static int boundary_feeds_tile(const ts_swe *s, int tx, int ty) {
+/* Does a level or inflow boundary of the global grid touch tile (tx, ty)? Such tiles are always
+ * computed, since water may enter them from outside. */
+static int boundary_feeds_tile(const swe_part *s, int tx, int ty) {
   int on_side[4] = {tx == 0, tx == s->tiles_x - 1, ty == 0, ty == s->tiles_y - 1};
   for (int side = 0; side < 4; side++) {
-    ts_bc_type type = s->p.bc[side].type;
-    if (on_side[side] && (type == TS_BC_LEVEL || type == TS_BC_INFLOW))
+    ts_bc_type type = s->p->bc[side].type;
+    if (on_side[side] && !s->internal[side] && (type == TS_BC_LEVEL || type == TS_BC_INFLOW))
       return 1;
   }
   return 0;
 }
 
-/* Maxima of depth, speed and surface, first arrival, and the tile activity mask: a tile is
- * active when it or one of its 8 neighbours holds water (depth > 0). Water moves at most one cell
- * per stage, so with tiles of at least 2 x 2 cells no water reaches a skipped tile in a step. */
-static void kernels_update_diagnostics(ts_swe *s) {
+/* Tile activity: a tile is active when it or one of its 8 neighbours holds water (depth > 0).
+ * Water moves at most one cell per stage, so with tiles of at least 2 x 2 cells no water
+ * reaches a skipped tile in a step. Tiles with cells outside `valid` (halo cells not yet
+ * received) count as wet, so a neighbour's water is never missed. */
+static void kernels_tile_mask(swe_part *s, swe_region valid) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
-  ts_real dry = (ts_real)s->p.dry_depth;
   int ntiles = s->tiles_x * s->tiles_y;
-#pragma omp parallel for schedule(dynamic, 4)
+  if (!s->early_exit) {
+    s->ntile_list = ntiles;
+    for (int k = 0; k < ntiles; k++)
+      s->tile_list[k] = k;
+    return;
+  }
+  swe_region all = {0, s->nx, 0, s->ny};
+#pragma omp parallel for schedule(dynamic, 4) num_threads(s->threads)
+  for (int k = 0; k < ntiles; k++) {
+    int i0, i1, j0, j1, any = 0;
+    tile_cells(s, k, all, &i0, &i1, &j0, &j1);
+    if (i0 < valid.i0 || i1 > valid.i1 || j0 < valid.j0 || j1 > valid.j1)
+      any = 1;
+    for (int j = j0; j < j1 && !any; j++)
+      for (int i = i0; i < i1; i++) {
+        int64_t c = swe_index(s, i, j);
+        if (s->active[c] && w[c] > bed[c]) {
+          any = 1;
+          break;
+        }
+      }
+    s->tile_wet[k] = (unsigned char)any;
+  }
+  s->ntile_list = 0;
+  for (int k = 0; k < ntiles; k++) {
+    int tx = k % s->tiles_x, ty = k / s->tiles_x;
+    int on = boundary_feeds_tile(s, tx, ty);
+    for (int dy = -1; dy <= 1 && !on; dy++)
+      for (int dx = -1; dx <= 1 && !on; dx++) {
+        int x = tx + dx, y = ty + dy;
+        on =
+            x >= 0 && y >= 0 && x < s->tiles_x && y < s->tiles_y && s->tile_wet[y * s->tiles_x + x];
+      }
+    if (on)
+      s->tile_list[s->ntile_list++] = k;
+  }
+}
+
+/* Maxima of depth, speed and surface and first arrival over the owned cells of active tiles
+ * (cells of skipped tiles are dry). */
+static void kernels_maxima(swe_part *s) {
+  const ts_real *w = A(s->w), *bed = A(s->bed);
+  ts_real dry = (ts_real)s->p->dry_depth;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(s->threads)
   for (int t = 0; t < s->ntile_list; t++) {
-    int k = s->tile_list[t], i0, i1, j0, j1, any = 0;
-    tile_range(s, k, &i0, &i1, &j0, &j1);
+    int i0, i1, j0, j1;
+    if (!tile_cells(s, s->tile_list[t], s->own, &i0, &i1, &j0, &j1))
+      continue;
     for (int j = j0; j < j1; j++) {
       for (int i = i0; i < i1; i++) {
         int64_t c = swe_index(s, i, j);
-        if (!s->active[c] || !(w[c] > bed[c]))
+        if (!s->active[c] || !(w[c] - bed[c] > dry))
           continue;
-        any = 1;
-        ts_real hr = w[c] - bed[c];
-        if (!(hr > dry))
-          continue;
-        double h = (double)hr;
+        double h = (double)(w[c] - bed[c]);
         if (h > s->max_h[c])
           s->max_h[c] = h;
         double sp = cell_value(s, TS_SWE_SPEED, c);
@@ -608,38 +624,39 @@ static void kernels_update_diagnostics(ts_swe *s) {
           s->max_speed[c] = sp;
         if (isnan(s->max_eta[c]) || (double)w[c] > s->max_eta[c])
           s->max_eta[c] = (double)w[c];
-        if (isnan(s->arrival[c]) && h > s->p.arrival_depth)
+        if (isnan(s->arrival[c]) && h > s->p->arrival_depth)
           s->arrival[c] = s->t;
       }
     }
-    s->tile_wet[k] = (unsigned char)any;
   }
-  int64_t active = 0;
-  s->ntile_list = 0;
-  for (int k = 0; k < ntiles; k++) {
-    int tx = k % s->tiles_x, ty = k / s->tiles_x;
-    int on = !s->p.early_exit || boundary_feeds_tile(s, tx, ty);
-    for (int dy = -1; dy <= 1 && !on; dy++)
-      for (int dx = -1; dx <= 1 && !on; dx++) {
-        int x = tx + dx, y = ty + dy;
-        on =
-            x >= 0 && y >= 0 && x < s->tiles_x && y < s->tiles_y && s->tile_wet[y * s->tiles_x + x];
-      }
-    s->tile_active[k] = (unsigned char)on;
-    active += on;
-    if (on)
-      s->tile_list[s->ntile_list++] = k;
-  }
-  s->active_tiles = active;
 }
+
+static void kernels_tiles_wet(const swe_part *s, int tile, int ntx, int64_t *wet) {
+  const ts_real *w = A(s->w), *bed = A(s->bed);
+  for (int j = s->own.j0; j < s->own.j1; j++)
+    for (int i = s->own.i0; i < s->own.i1; i++) {
+      int64_t c = swe_index(s, i, j);
+      if (s->active[c] && w[c] > bed[c])
+        wet[(s->gi0 + i) / tile + (int64_t)((s->gj0 + j) / tile) * ntx] = 1;
+    }
+}
+
+static double kernels_round(double x) { return (double)(ts_real)x; }
 
 const swe_kernels SWE_KERNELS = {
     .init = kernels_init,
     .set_surface = kernels_set_surface,
-    .step = kernels_step,
+    .fill_boundaries = kernels_fill_boundaries,
+    .fluxes = kernels_fluxes,
+    .impose_inflow = kernels_impose_inflow,
+    .drain = kernels_drain,
+    .update = kernels_update,
+    .tile_mask = kernels_tile_mask,
+    .maxima = kernels_maxima,
+    .refresh_velocities = kernels_refresh_velocities,
     .get_cell = kernels_get_cell,
     .volume = kernels_volume,
     .wet_cells = kernels_wet_cells,
-    .update_diagnostics = kernels_update_diagnostics,
-    .refresh_velocities = kernels_refresh_velocities,
+    .tiles_wet = kernels_tiles_wet,
+    .round = kernels_round,
 };

@@ -1,0 +1,66 @@
+/* Processes of one run: the communicator (MPI when the run was started by an MPI launcher, one
+ * process otherwise), deterministic reductions, gathers, and the agreement on errors that lets
+ * every rank stop together when one fails. Without MPI at build or run time every call works on
+ * a single rank. */
+#ifndef TESSERA_COMM_H
+#define TESSERA_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ts_comm ts_comm;
+
+/* Starts MPI when this process was launched by mpirun/mpiexec (or srun), so a plain `tessera`
+ * needs no MPI at run time. Call once, before anything else. */
+ts_status ts_comm_init(int *argc, char ***argv);
+/* Ends MPI (if started). A non-zero code after an error aborts the other ranks instead of
+ * waiting for them. */
+void ts_comm_finalize(int exit_code);
+
+const ts_comm *ts_comm_world(void); /* every process of the run */
+int ts_comm_rank(const ts_comm *c);
+int ts_comm_size(const ts_comm *c);
+int ts_comm_built_with_mpi(void);
+const char *ts_comm_library(void); /* "Open MPI v4.1.4 ..." or "none" */
+
+/* Element-wise maximum of v[0..n) over all ranks, in place. Exact whatever the order. */
+ts_status ts_comm_max(const ts_comm *c, double *v, int n);
+/* Element-wise sum of integers over all ranks, in place. */
+ts_status ts_comm_sum_i64(const ts_comm *c, int64_t *v, int n);
+ts_status ts_comm_bcast(const ts_comm *c, void *buf, size_t bytes, int root);
+/* Rank r's `bytes` bytes land at recv + r * bytes on every rank. */
+ts_status ts_comm_allgather(const ts_comm *c, const void *send, size_t bytes, void *recv);
+/* Rank r sends counts[r] bytes; root receives them one after the other in rank order (counts
+ * must be the same array on every rank). */
+ts_status ts_comm_gather(const ts_comm *c, const void *send, const size_t *counts, void *recv,
+                         int root);
+void ts_comm_barrier(const ts_comm *c);
+
+/* Collective: every rank passes its own status; all return the same result. A rank whose own
+ * call failed gets its status back (its message stands); the others get TS_ERR_PEER with a
+ * message naming the first failing rank, which callers do not print again. */
+ts_status ts_comm_agree(const ts_comm *c, ts_status local);
+
+/* Exact, order-independent sum of reals: values are accumulated in 128-bit fixed point with a
+ * resolution of 2^-64, so any split of the terms over subdomains and ranks gives the same bits. */
+typedef struct ts_exact_sum {
+  uint64_t lo;
+  int64_t hi;
+} ts_exact_sum;
+
+void ts_exact_sum_add(ts_exact_sum *s, double v);
+void ts_exact_sum_merge(ts_exact_sum *s, ts_exact_sum other);
+double ts_exact_sum_value(ts_exact_sum s);
+/* Sum of every rank's partial sum, on every rank. */
+ts_status ts_comm_exact_sum(const ts_comm *c, ts_exact_sum *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,79 @@
+/* The halo exchange engine, generic over modules: a subdomain describes each of its fields
+ * (components, element size, layout, and which components cross which face); a plan lists the
+ * boxes of cells each subdomain receives from each other one (faces, edges and corners alike,
+ * from box intersections), and moves them with one message per pair of subdomains carrying all
+ * fields. Subdomains of one process copy directly; others use MPI persistent requests with
+ * contiguous pack buffers. Start and finish are split so computation overlaps the transfer.
+ * The same plan, built from old and new boxes, migrates cells when boundaries move. */
+#ifndef TESSERA_HALO_H
+#define TESSERA_HALO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/comm.h"
+#include "tessera/decomp.h"
+#include "tessera/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TS_HALO_MAX_COMP 32
+#define TS_HALO_DIRS 27
+
+/* Direction of a halo box seen from the receiver: -1, 0, +1 per axis (0 0 0: inside). */
+static inline int ts_halo_dir(int dx, int dy, int dz) {
+  return (dx + 1) + 3 * (dy + 1) + 9 * (dz + 1);
+}
+
+/* One field of one subdomain. Element e of component c of the cell at global coordinates
+ * (x, y, z) is at comp[c] + elem * (origin + (x - lo[0]) * stride[0] + (y - lo[1]) * stride[1]
+ * + (z - lo[2]) * stride[2]). */
+typedef struct ts_halo_field {
+  int ncomp;
+  size_t elem;
+  void *comp[TS_HALO_MAX_COMP];
+  int64_t origin;
+  int64_t stride[3];
+  int lo[3];
+  /* NULL: every component crosses every face. Otherwise TS_HALO_DIRS masks (bit c: component
+   * c is sent into a halo box lying in that direction; the centre entry is ignored, all go). */
+  const uint32_t *dir_mask;
+} ts_halo_field;
+
+typedef struct ts_halo_spec {
+  int nsub;
+  const int *sub_rank;     /* rank running each subdomain */
+  const ts_box *src;       /* per subdomain: the cells it can send (its owned box) */
+  const ts_box *dst;       /* per subdomain: the cells it wants (its window with the halo) */
+  const ts_box *dst_owned; /* per subdomain: its own box, for directions (NULL: dst) */
+  int include_self;        /* also move src[s] ∩ dst[s] (when migrating between layouts) */
+  int nfields;
+  const ts_halo_field *layout; /* nfields entries: ncomp, elem and dir_mask (pointers unused) */
+} ts_halo_spec;
+
+typedef struct ts_halo_times {
+  double pack, wait, unpack; /* seconds, accumulated */
+} ts_halo_times;
+
+typedef struct ts_halo_plan ts_halo_plan;
+
+ts_status ts_halo_plan_create(ts_halo_plan **out, const ts_comm *c, const ts_halo_spec *spec);
+void ts_halo_plan_destroy(ts_halo_plan *p);
+
+/* fields[s * nfields + f] describes field f of subdomain s (only this rank's are read). src
+ * and dst may be the same array. Start copies between this rank's subdomains, packs and sends
+ * to other ranks and posts the receives; finish waits and unpacks. Collective over ranks. */
+ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo_field *dst);
+ts_status ts_halo_finish(ts_halo_plan *p, const ts_halo_field *dst);
+
+/* Accumulated times of subdomain s (wait: the process's wait, shared by its subdomains). */
+ts_halo_times ts_halo_times_of(const ts_halo_plan *p, int s);
+/* Cells this rank receives per exchange from other ranks and from its own subdomains. */
+void ts_halo_volume(const ts_halo_plan *p, int64_t *remote_cells, int64_t *local_cells);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,284 @@
+/* Halo exchange plans: transfers from box intersections, direct copies between subdomains of
+ * one process, packed MPI messages (persistent requests) between processes. */
+#include "tessera/halo.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if TESSERA_HAVE_MPI
+#include <mpi.h>
+#endif
+
+typedef struct halo_xfer {
+  int src, dst; /* subdomains */
+  ts_box box;
+  int dir;
+  size_t bytes;  /* packed size (all fields) */
+  size_t offset; /* in the send or receive buffer */
+  double seconds;
+} halo_xfer;
+
+struct ts_halo_plan {
+  const ts_comm *comm;
+  int nsub, rank, nfields;
+  ts_halo_field layout[8];
+  halo_xfer *local; /* both ends on this rank */
+  halo_xfer *sends; /* this rank's subdomains to other ranks */
+  halo_xfer *recvs; /* other ranks to this rank's subdomains */
+  int nlocal, nsends, nrecvs;
+  char *sendbuf, *recvbuf;
+  int *sub_rank;
+  ts_halo_times *times; /* per subdomain */
+  int active;           /* started, not finished */
+#if TESSERA_HAVE_MPI
+  MPI_Request *requests; /* receives first, then sends */
+#endif
+};
+
+static int box_dir(const ts_box *box, const ts_box *own) {
+  int d[3];
+  for (int a = 0; a < 3; a++)
+    d[a] = box->hi[a] <= own->lo[a] ? -1 : (box->lo[a] >= own->hi[a] ? 1 : 0);
+  return ts_halo_dir(d[0], d[1], d[2]);
+}
+
+static uint32_t comp_mask(const ts_halo_field *f, int dir) {
+  uint32_t all = f->ncomp >= 32 ? 0xffffffffu : ((1u << f->ncomp) - 1);
+  if (!f->dir_mask || dir == ts_halo_dir(0, 0, 0))
+    return all;
+  return f->dir_mask[dir] & all;
+}
+
+static size_t xfer_bytes(const ts_halo_plan *p, const ts_box *box, int dir) {
+  size_t bytes = 0, cells = (size_t)ts_box_cells(box);
+  for (int f = 0; f < p->nfields; f++)
+    bytes += (size_t)__builtin_popcount(comp_mask(&p->layout[f], dir)) * p->layout[f].elem * cells;
+  return bytes;
+}
+
+static int append(halo_xfer **list, int *n, halo_xfer x) {
+  halo_xfer *l = realloc(*list, sizeof *l * (size_t)(*n + 1));
+  if (!l)
+    return 0;
+  l[(*n)++] = x;
+  *list = l;
+  return 1;
+}
+
+ts_status ts_halo_plan_create(ts_halo_plan **out, const ts_comm *c, const ts_halo_spec *spec) {
+  *out = NULL;
+  if (spec->nfields < 1 || spec->nfields > 8)
+    return ts_error(TS_ERR_INTERNAL, "halo: 1 to 8 fields per plan");
+  ts_halo_plan *p = calloc(1, sizeof *p);
+  if (!p)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  p->comm = c;
+  p->nsub = spec->nsub;
+  p->rank = ts_comm_rank(c);
+  p->nfields = spec->nfields;
+  memcpy(p->layout, spec->layout, sizeof *spec->layout * (size_t)spec->nfields);
+  p->sub_rank = malloc(sizeof(int) * (size_t)spec->nsub);
+  p->times = calloc((size_t)spec->nsub, sizeof *p->times);
+  int ok = p->sub_rank && p->times;
+  if (ok)
+    memcpy(p->sub_rank, spec->sub_rank, sizeof(int) * (size_t)spec->nsub);
+  size_t send_bytes = 0, recv_bytes = 0;
+  /* Ordered by (receiver, sender) on every rank, so the messages between two ranks are posted
+   * in the same order at both ends (MPI keeps that order for one tag). */
+  for (int d = 0; d < spec->nsub && ok; d++) {
+    for (int s = 0; s < spec->nsub && ok; s++) {
+      if (s == d && !spec->include_self)
+        continue;
+      int rs = spec->sub_rank[s], rd = spec->sub_rank[d];
+      if (rs != p->rank && rd != p->rank)
+        continue;
+      halo_xfer x = {.src = s, .dst = d};
+      if (!ts_box_intersect(&spec->src[s], &spec->dst[d], &x.box))
+        continue;
+      x.dir = box_dir(&x.box, spec->dst_owned ? &spec->dst_owned[d] : &spec->dst[d]);
+      x.bytes = xfer_bytes(p, &x.box, x.dir);
+      if (x.bytes == 0)
+        continue;
+      if (rs == rd) {
+        ok = append(&p->local, &p->nlocal, x);
+      } else if (rs == p->rank) {
+        x.offset = send_bytes;
+        send_bytes += x.bytes;
+        ok = append(&p->sends, &p->nsends, x);
+      } else {
+        x.offset = recv_bytes;
+        recv_bytes += x.bytes;
+        ok = append(&p->recvs, &p->nrecvs, x);
+      }
+    }
+  }
+  if (ok && (send_bytes || recv_bytes)) {
+    p->sendbuf = malloc(send_bytes ? send_bytes : 1);
+    p->recvbuf = malloc(recv_bytes ? recv_bytes : 1);
+    ok = p->sendbuf && p->recvbuf;
+  }
+  if (!ok) {
+    ts_halo_plan_destroy(p);
+    return ts_error(TS_ERR_NOMEM, "out of memory for a halo exchange plan");
+  }
+#if TESSERA_HAVE_MPI
+  if (p->nsends + p->nrecvs > 0) {
+    int *tag_ub = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+    if (flag && spec->nsub > *tag_ub) {
+      ts_halo_plan_destroy(p);
+      return ts_error(TS_ERR_INPUT, "halo: %d subdomains exceed the MPI tag limit %d", spec->nsub,
+                      *tag_ub);
+    }
+    p->requests = malloc(sizeof *p->requests * (size_t)(p->nsends + p->nrecvs));
+    if (!p->requests) {
+      ts_halo_plan_destroy(p);
+      return ts_error(TS_ERR_NOMEM, "out of memory");
+    }
+    for (int k = 0; k < p->nrecvs; k++) {
+      halo_xfer *x = &p->recvs[k];
+      MPI_Recv_init(p->recvbuf + x->offset, (int)x->bytes, MPI_BYTE, spec->sub_rank[x->src], x->dst,
+                    MPI_COMM_WORLD, &p->requests[k]);
+    }
+    for (int k = 0; k < p->nsends; k++) {
+      halo_xfer *x = &p->sends[k];
+      MPI_Send_init(p->sendbuf + x->offset, (int)x->bytes, MPI_BYTE, spec->sub_rank[x->dst], x->dst,
+                    MPI_COMM_WORLD, &p->requests[p->nrecvs + k]);
+    }
+  }
+#else
+  if (p->nsends + p->nrecvs > 0) {
+    ts_halo_plan_destroy(p);
+    return ts_error(TS_ERR_INTERNAL, "halo: subdomains on other ranks need MPI");
+  }
+#endif
+  *out = p;
+  return TS_OK;
+}
+
+void ts_halo_plan_destroy(ts_halo_plan *p) {
+  if (!p)
+    return;
+#if TESSERA_HAVE_MPI
+  if (p->requests) {
+    if (p->active)
+      MPI_Waitall(p->nsends + p->nrecvs, p->requests, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < p->nsends + p->nrecvs; k++)
+      MPI_Request_free(&p->requests[k]);
+    free(p->requests);
+  }
+#endif
+  free(p->local);
+  free(p->sends);
+  free(p->recvs);
+  free(p->sendbuf);
+  free(p->recvbuf);
+  free(p->sub_rank);
+  free(p->times);
+  free(p);
+}
+
+/* Address of element (x, y, z) of component c of field f. */
+static inline char *element(const ts_halo_field *f, int c, int x, int y, int z) {
+  int64_t e = f->origin + (int64_t)(x - f->lo[0]) * f->stride[0] +
+              (int64_t)(y - f->lo[1]) * f->stride[1] + (int64_t)(z - f->lo[2]) * f->stride[2];
+  return (char *)f->comp[c] + (size_t)e * f->elem;
+}
+
+/* Packs (to = NULL: from field into buf), unpacks (from = NULL) or copies field to field, run
+ * by run along x. Returns bytes moved. */
+static size_t move_box(const halo_xfer *x, int nfields, const ts_halo_field *from,
+                       const ts_halo_field *to, char *buf, const ts_halo_field *layout) {
+  const ts_box *b = &x->box;
+  size_t moved = 0;
+  for (int f = 0; f < nfields; f++) {
+    uint32_t mask = comp_mask(&layout[f], x->dir);
+    size_t run = (size_t)(b->hi[0] - b->lo[0]) * layout[f].elem;
+    for (int c = 0; c < layout[f].ncomp; c++) {
+      if (!(mask >> c & 1u))
+        continue;
+      for (int z = b->lo[2]; z < b->hi[2]; z++) {
+        for (int y = b->lo[1]; y < b->hi[1]; y++) {
+          char *dst = to ? element(&to[f], c, b->lo[0], y, z) : buf + moved;
+          const char *src = from ? element(&from[f], c, b->lo[0], y, z) : buf + moved;
+          memcpy(dst, src, run);
+          moved += run;
+        }
+      }
+    }
+  }
+  return moved;
+}
+
+ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo_field *dst) {
+  int nf = p->nfields;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int k = 0; k < p->nlocal; k++) {
+    halo_xfer *x = &p->local[k];
+    double t0 = omp_get_wtime();
+    move_box(x, nf, src + (size_t)x->src * nf, dst + (size_t)x->dst * nf, NULL, p->layout);
+    x->seconds = omp_get_wtime() - t0;
+  }
+  for (int k = 0; k < p->nlocal; k++)
+    p->times[p->local[k].dst].pack += p->local[k].seconds;
+#if TESSERA_HAVE_MPI
+  if (p->nsends + p->nrecvs > 0) {
+    if (p->nrecvs)
+      MPI_Startall(p->nrecvs, p->requests);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int k = 0; k < p->nsends; k++) {
+      halo_xfer *x = &p->sends[k];
+      double t0 = omp_get_wtime();
+      move_box(x, nf, src + (size_t)x->src * nf, NULL, p->sendbuf + x->offset, p->layout);
+      x->seconds = omp_get_wtime() - t0;
+    }
+    for (int k = 0; k < p->nsends; k++)
+      p->times[p->sends[k].src].pack += p->sends[k].seconds;
+    if (p->nsends)
+      MPI_Startall(p->nsends, p->requests + p->nrecvs);
+    p->active = 1;
+  }
+#endif
+  return TS_OK;
+}
+
+ts_status ts_halo_finish(ts_halo_plan *p, const ts_halo_field *dst) {
+#if TESSERA_HAVE_MPI
+  if (!p->active)
+    return TS_OK;
+  double t0 = omp_get_wtime();
+  int rc = MPI_Waitall(p->nsends + p->nrecvs, p->requests, MPI_STATUSES_IGNORE);
+  double wait = omp_get_wtime() - t0;
+  p->active = 0;
+  for (int s = 0; s < p->nsub; s++)
+    if (p->sub_rank[s] == p->rank)
+      p->times[s].wait += wait;
+  if (rc != MPI_SUCCESS)
+    return ts_error(TS_ERR_INTERNAL, "halo exchange: MPI wait failed");
+  int nf = p->nfields;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int k = 0; k < p->nrecvs; k++) {
+    halo_xfer *x = &p->recvs[k];
+    double t1 = omp_get_wtime();
+    move_box(x, nf, NULL, dst + (size_t)x->dst * nf, p->recvbuf + x->offset, p->layout);
+    x->seconds = omp_get_wtime() - t1;
+  }
+  for (int k = 0; k < p->nrecvs; k++)
+    p->times[p->recvs[k].dst].unpack += p->recvs[k].seconds;
+#else
+  (void)p;
+  (void)dst;
+#endif
+  return TS_OK;
+}
+
+ts_halo_times ts_halo_times_of(const ts_halo_plan *p, int s) { return p->times[s]; }
+
+void ts_halo_volume(const ts_halo_plan *p, int64_t *remote_cells, int64_t *local_cells) {
+  *remote_cells = *local_cells = 0;
+  for (int k = 0; k < p->nrecvs; k++)
+    *remote_cells += ts_box_cells(&p->recvs[k].box);
+  for (int k = 0; k < p->nlocal; k++)
+    *local_cells += ts_box_cells(&p->local[k].box);
+}

@@ -1,0 +1,379 @@
+/* The decomposed shallow-water step. Every part computes on its window; after an exchange the
+ * whole window is valid, and each stage leaves valid only the cells at least SWE_STAGE_REACH
+ * further from the sides facing other subdomains, so with a halo of
+ * SWE_STAGE_REACH x stages x k cells the parts exchange every k steps (ghost cell expansion)
+ * and recompute the overlap. The time step is the maximum wave speed over the faces of owned
+ * cells, reduced over parts and ranks (a maximum: exact in any order). With overlap, the
+ * exchange started after a step is finished in the next one, after the fluxes of the cells that
+ * need no halo cell. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/swe/swe_internal.h"
+
+void swe_for_parts(ts_swe *s, void (*f)(swe_part *part, void *arg), void *arg) {
+  if (s->nparts == 1) {
+    f(s->parts[0], arg);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(s->outer_threads)
+  for (int k = 0; k < s->nparts; k++)
+    f(s->parts[k], arg);
+}
+
+/* The window less `by` cells on each side that faces another subdomain. */
+static swe_region shrink(const swe_part *p, int by) {
+  swe_region r = {0, p->nx, 0, p->ny};
+  r.i0 += p->internal[TS_WEST] ? by : 0;
+  r.i1 -= p->internal[TS_EAST] ? by : 0;
+  r.j0 += p->internal[TS_SOUTH] ? by : 0;
+  r.j1 -= p->internal[TS_NORTH] ? by : 0;
+  return r;
+}
+
+static int region_empty(swe_region r) { return r.i0 >= r.i1 || r.j0 >= r.j1; }
+
+/* ------------------------------------------------------------------ exchange */
+
+static void halo_window(const ts_swe *s, int sub, ts_box *w) {
+  const ts_box *own = &s->decomp.boxes[sub];
+  int n[2] = {s->nx, s->ny};
+  *w = *own;
+  for (int a = 0; a < 2; a++) {
+    w->lo[a] = own->lo[a] - s->halo_width > 0 ? own->lo[a] - s->halo_width : 0;
+    w->hi[a] = own->hi[a] + s->halo_width < n[a] ? own->hi[a] + s->halo_width : n[a];
+  }
+}
+
+ts_status swe_build_halo_plan(ts_swe *s) {
+  for (int k = 0; s->halo && k < s->nparts; k++) {
+    ts_halo_times t = ts_halo_times_of(s->halo, s->parts[k]->sub), *sum;
+    sum = &s->halo_times[s->parts[k]->sub];
+    sum->pack += t.pack, sum->wait += t.wait, sum->unpack += t.unpack;
+  }
+  ts_halo_plan_destroy(s->halo);
+  s->halo = NULL;
+  int nsub = s->decomp.count;
+  ts_box *windows = malloc(sizeof *windows * (size_t)nsub);
+  if (!windows)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  for (int sub = 0; sub < nsub; sub++)
+    halo_window(s, sub, &windows[sub]);
+  for (int k = 0; k < s->nparts; k++)
+    swe_part_fields(s->parts[k], 0, &s->fields[s->parts[k]->sub]);
+  ts_halo_field layout = s->fields[s->parts[0]->sub];
+  ts_halo_spec spec = {.nsub = nsub,
+                       .sub_rank = s->sub_rank,
+                       .src = s->decomp.boxes,
+                       .dst = windows,
+                       .dst_owned = s->decomp.boxes,
+                       .nfields = 1,
+                       .layout = &layout};
+  ts_status st = ts_halo_plan_create(&s->halo, s->comm, &spec);
+  free(windows);
+  return st;
+}
+
+static void refresh_halo(swe_part *p, void *arg) {
+  (void)arg;
+  swe_region o = p->own;
+  swe_region bands[4] = {{0, p->nx, 0, o.j0},
+                         {0, p->nx, o.j1, p->ny},
+                         {0, o.i0, o.j0, o.j1},
+                         {o.i1, p->nx, o.j0, o.j1}};
+  for (int b = 0; b < 4; b++)
+    if (!region_empty(bands[b]))
+      p->k->refresh_velocities(p, bands[b]);
+}
+
+static ts_status start_exchange(ts_swe *s) {
+  TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
+  s->in_flight = 1;
+  s->cycle = 0;
+  return TS_OK;
+}
+
+ts_status swe_finish_exchange(ts_swe *s) {
+  if (!s->in_flight)
+    return TS_OK;
+  s->in_flight = 0;
+  TS_CALL(ts_halo_finish(s->halo, s->fields));
+  swe_for_parts(s, refresh_halo, NULL);
+  return TS_OK;
+}
+
+ts_status swe_exchange(ts_swe *s) {
+  TS_CALL(swe_finish_exchange(s));
+  TS_CALL(start_exchange(s));
+  return swe_finish_exchange(s);
+}
+
+/* ------------------------------------------------------------------ the step */
+
+typedef struct stage_work {
+  int m;          /* stages since the last exchange */
+  int stage;      /* 0 or 1 */
+  int interior;   /* first stage with the exchange in flight: only cells that need no halo */
+  int border;     /* ... and then the rest */
+  double t_stage; /* time of the stage */
+  double dt;
+  double (*amax)[2]; /* per part */
+  int *bad;          /* per part */
+  ts_swe *s;
+} stage_work;
+
+static int part_index(const ts_swe *s, const swe_part *p) {
+  for (int k = 0; k < s->nparts; k++)
+    if (s->parts[k] == p)
+      return k;
+  return 0;
+}
+
+/* Cells of the flux region that read no halo cell: the owned box less 2 cells on the sides
+ * where halo cells lie. */
+static swe_region interior_of(const swe_part *p, swe_region f) {
+  swe_region r = p->own;
+  r.i0 += r.i0 > 0 ? 2 : 0;
+  r.i1 -= r.i1 < p->nx ? 2 : 0;
+  r.j0 += r.j0 > 0 ? 2 : 0;
+  r.j1 -= r.j1 < p->ny ? 2 : 0;
+  r.i0 = r.i0 > f.i0 ? r.i0 : f.i0;
+  r.i1 = r.i1 < f.i1 ? r.i1 : f.i1;
+  r.j0 = r.j0 > f.j0 ? r.j0 : f.j0;
+  r.j1 = r.j1 < f.j1 ? r.j1 : f.j1;
+  return r;
+}
+
+/* Fluxes of the stage: masks and boundary ghosts first (stage 0), then the flux region, or its
+ * interior or border part. */
+static void phase_fluxes(swe_part *p, void *arg) {
+  stage_work *w = arg;
+  double t0 = omp_get_wtime();
+  int k = part_index(w->s, p);
+  swe_region f = shrink(p, SWE_STAGE_REACH * w->m + 2);
+  if (w->stage == 0 && !w->border)
+    p->k->tile_mask(p, w->interior ? p->own : shrink(p, SWE_STAGE_REACH * w->m));
+  p->k->fill_boundaries(p, w->t_stage);
+  if (!w->interior && !w->border) {
+    p->k->fluxes(p, f, w->amax[k]);
+  } else {
+    swe_region in = interior_of(p, f);
+    if (region_empty(in))
+      in = (swe_region){f.i0, f.i0, f.j0, f.j0};
+    if (w->interior) {
+      if (!region_empty(in))
+        p->k->fluxes(p, in, w->amax[k]);
+    } else {
+      swe_region border[4] = {{f.i0, f.i1, f.j0, in.j0},
+                              {f.i0, f.i1, in.j1, f.j1},
+                              {f.i0, in.i0, in.j0, in.j1},
+                              {in.i1, f.i1, in.j0, in.j1}};
+      if (region_empty(in))
+        border[0] = f, border[1] = border[2] = border[3] = in;
+      for (int b = 0; b < 4; b++)
+        if (!region_empty(border[b]))
+          p->k->fluxes(p, border[b], w->amax[k]);
+    }
+  }
+  p->compute_s += omp_get_wtime() - t0;
+}
+
+static void phase_update(swe_part *p, void *arg) {
+  stage_work *w = arg;
+  double t0 = omp_get_wtime();
+  int k = part_index(w->s, p);
+  p->k->impose_inflow(p, w->t_stage);
+  p->k->drain(p, shrink(p, SWE_STAGE_REACH * w->m + 2), w->dt);
+  w->bad[k] |=
+      p->k->update(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt, w->stage);
+  p->compute_s += omp_get_wtime() - t0;
+}
+
+static void phase_maxima(swe_part *p, void *arg) {
+  ts_swe *s = arg;
+  double t0 = omp_get_wtime();
+  p->t = s->t;
+  p->k->maxima(p);
+  p->compute_s += omp_get_wtime() - t0;
+}
+
+/* early_exit = auto: on unless 90 % or more of the tiles are active at the first step. */
+static ts_status resolve_early_exit(ts_swe *s) {
+  int tx, ty;
+  int64_t active;
+  s->early_exit = 1;
+  ts_swe_tiles(s, &tx, &ty, &active);
+  s->early_exit = active < 0.9 * (double)tx * ty;
+  for (int k = 0; k < s->nparts; k++)
+    s->parts[k]->early_exit = s->early_exit;
+  return TS_OK;
+}
+
+ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
+  if (s->early_exit < 0)
+    TS_CALL(resolve_early_exit(s));
+  int stages = s->p.rk_order == 1 ? 1 : 2;
+  double(*amax)[2] = calloc((size_t)s->nparts, sizeof *amax);
+  int *bad = calloc((size_t)s->nparts, sizeof *bad);
+  if (!amax || !bad) {
+    free(amax);
+    free(bad);
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  }
+  stage_work w = {.amax = amax, .bad = bad, .s = s};
+  double dt = 0, t0 = s->t;
+  int clamped = 0;
+  ts_status st = TS_OK;
+  for (int stage = 0; stage < stages && st == TS_OK; stage++) {
+    w.m = s->cycle;
+    w.stage = stage;
+    w.t_stage = s->t + (stage ? dt : 0.0);
+    if (stage == 0 && s->in_flight) {
+      w.interior = 1;
+      swe_for_parts(s, phase_fluxes, &w);
+      w.interior = 0;
+      st = swe_finish_exchange(s);
+      w.border = 1;
+      if (st == TS_OK)
+        swe_for_parts(s, phase_fluxes, &w);
+      w.border = 0;
+    } else {
+      swe_for_parts(s, phase_fluxes, &w);
+    }
+    if (stage == 0 && st == TS_OK) {
+      double a[2] = {0, 0};
+      for (int k = 0; k < s->nparts; k++)
+        a[0] = fmax(a[0], amax[k][0]), a[1] = fmax(a[1], amax[k][1]);
+      st = ts_comm_max(s->comm, a, 2);
+      double lim = INFINITY;
+      if (a[0] > 0)
+        lim = fmin(lim, s->p.cfl * s->grid.dx[0] / a[0]);
+      if (a[1] > 0)
+        lim = fmin(lim, s->p.cfl * s->grid.dx[1] / a[1]);
+      clamped = !(lim < dt_max);
+      dt = s->parts[0]->k->round(clamped ? dt_max : lim);
+      if (st == TS_OK && !(dt > 0))
+        st = ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, s->t);
+      w.dt = dt;
+    }
+    if (st == TS_OK)
+      swe_for_parts(s, phase_update, &w);
+    s->cycle++;
+  }
+  if (st == TS_OK) {
+    /* A step clamped to an output time lands on it exactly (dt_max may not be representable in
+     * the working precision; the difference is below its round-off). */
+    s->t = clamped ? s->t + dt_max : s->t + dt;
+    s->steps++;
+    *dt_taken = dt;
+    swe_for_parts(s, phase_maxima, s);
+    double any_bad = 0;
+    for (int k = 0; k < s->nparts; k++)
+      any_bad = fmax(any_bad, bad[k]);
+    st = ts_comm_max(s->comm, &any_bad, 1);
+    if (st == TS_OK && any_bad > 0)
+      st = ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)", t0,
+                    (long long)s->steps);
+  }
+  free(amax);
+  free(bad);
+  if (st == TS_OK && s->cycle >= s->ghost_expansion * stages) {
+    st = start_exchange(s);
+    if (st == TS_OK && !s->p.parallel.overlap)
+      st = swe_finish_exchange(s);
+  }
+  return st;
+}
+
+/* ------------------------------------------------------------------ rebuilding the parts */
+
+static int same_box(const ts_box *a, const ts_box *b) { return memcmp(a, b, sizeof *a) == 0; }
+
+ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion) {
+  TS_CALL(swe_finish_exchange(s));
+  int stages = s->p.rk_order == 1 ? 1 : 2;
+  int width = SWE_STAGE_REACH * stages * ghost_expansion;
+  int nsub = d->count;
+  ts_decomp old;
+  TS_CALL(ts_decomp_copy(&old, &s->decomp));
+  int *rebuilt = calloc((size_t)nsub, sizeof *rebuilt);
+  ts_box *dst = calloc((size_t)nsub, sizeof *dst);
+  swe_part **fresh = calloc((size_t)s->nparts, sizeof *fresh);
+  ts_halo_field *from = calloc((size_t)nsub * 2, sizeof *from);
+  ts_halo_field *to = calloc((size_t)nsub * 2, sizeof *to);
+  ts_status st = rebuilt && dst && fresh && from && to ? TS_OK : ts_error(TS_ERR_NOMEM, "oom");
+  for (int sub = 0; sub < nsub && st == TS_OK; sub++) {
+    rebuilt[sub] = width != s->halo_width || !same_box(&d->boxes[sub], &old.boxes[sub]);
+    if (rebuilt[sub])
+      dst[sub] = d->boxes[sub];
+  }
+  /* New parts on the new boxes (the solver's decomposition is switched while they are built). */
+  ts_decomp current = s->decomp;
+  int current_width = s->halo_width;
+  s->decomp = *d;
+  s->halo_width = width;
+  swe_inputs in = {.bed = &s->bed, .friction = s->has_friction ? &s->friction : NULL};
+  for (int k = 0; k < s->nparts && st == TS_OK; k++)
+    if (rebuilt[s->parts[k]->sub])
+      st = swe_part_create(&fresh[k], s, s->parts[k]->sub, &in);
+  s->decomp = current;
+  s->halo_width = current_width;
+  /* Owned cells move from the old owners: state and maxima. */
+  ts_halo_plan *plan = NULL;
+  if (st == TS_OK) {
+    for (int k = 0; k < s->nparts; k++) {
+      int sub = s->parts[k]->sub;
+      swe_part_fields(s->parts[k], 1, &from[2 * sub]);
+      swe_part_fields(fresh[k] ? fresh[k] : s->parts[k], 1, &to[2 * sub]);
+    }
+    ts_halo_field layout[2];
+    swe_part_fields(s->parts[0], 1, layout);
+    ts_halo_spec spec = {.nsub = nsub,
+                         .sub_rank = s->sub_rank,
+                         .src = old.boxes,
+                         .dst = dst,
+                         .dst_owned = d->boxes,
+                         .include_self = 1,
+                         .nfields = 2,
+                         .layout = layout};
+    st = ts_halo_plan_create(&plan, s->comm, &spec);
+  }
+  if (st == TS_OK)
+    st = ts_halo_start(plan, from, to);
+  if (st == TS_OK)
+    st = ts_halo_finish(plan, to);
+  ts_halo_plan_destroy(plan);
+  st = ts_comm_agree(s->comm, st);
+  if (st == TS_OK) {
+    for (int k = 0; k < s->nparts; k++) {
+      if (!fresh[k])
+        continue;
+      fresh[k]->threads = s->parts[k]->threads;
+      fresh[k]->compute_s = s->parts[k]->compute_s;
+      swe_part_destroy(s->parts[k]);
+      s->parts[k] = fresh[k];
+      s->by_sub[fresh[k]->sub] = fresh[k];
+      fresh[k] = NULL;
+    }
+    ts_decomp_destroy(&s->decomp);
+    st = ts_decomp_copy(&s->decomp, d);
+    s->halo_width = width;
+    s->ghost_expansion = ghost_expansion;
+  }
+  if (st == TS_OK)
+    st = swe_build_halo_plan(s);
+  if (st == TS_OK)
+    st = swe_exchange(s);
+  s->cycle = 0;
+  for (int k = 0; k < s->nparts && fresh; k++)
+    swe_part_destroy(fresh[k]);
+  ts_decomp_destroy(&old);
+  free(rebuilt);
+  free(dst);
+  free(fresh);
+  free(from);
+  free(to);
+  return st;
+}
