@@ -350,6 +350,7 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion) {
     for (int k = 0; k < s->nparts; k++) {
       if (!fresh[k])
         continue;
+      fresh[k]->k->refresh_velocities(fresh[k], fresh[k]->own);
       fresh[k]->threads = s->parts[k]->threads;
       fresh[k]->compute_s = s->parts[k]->compute_s;
       swe_part_destroy(s->parts[k]);
