@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "physics/swe/swe_case.h"
+#include "tessera/comm.h"
 #include "tessera/io.h"
 #include "tessera/swe.h"
 
@@ -17,6 +20,9 @@ static const char usage[] =
     "usage: tessera run CASE.ini [--set section.key=value ...] [--out DIR] [--restart FILE] "
     "[--quiet]\n"
     "       tessera bench swe [--size N] [--precision float|double] [--steps S] [--json FILE]\n"
+    "                         [--subdomains S] [--ranks R] [--decomposition "
+    "auto|rows|columns|tiles]\n"
+    "                         [--ghost-expansion K]\n"
     "       tessera info\n"
     "       tessera --help | --version\n"
     "\n"
@@ -25,13 +31,21 @@ static const char usage[] =
     "            --out DIR                output directory (instead of [output] dir)\n"
     "            --restart FILE           continue from a checkpoint written by the same case\n"
     "            --quiet                  no progress line\n"
-    "  bench   time the shallow-water solver on a synthetic, fully wet N x N domain\n"
+    "  bench   time the shallow-water solver on a synthetic, fully wet N x N domain, split into\n"
+    "          S subdomains on R MPI ranks (R > 1 starts mpirun itself); prints Mcells/s, the\n"
+    "          time per phase and the hidden fraction of the halo exchange\n"
     "  info    version, build features and devices\n"
     "\n"
-    "Threads: OMP_NUM_THREADS (default: all cores).\n";
+    "Threads: OMP_NUM_THREADS (default: all cores). Several processes: mpirun -np N tessera run\n"
+    "CASE.ini ([parallel] keys in docs/config.md).\n";
 
+/* Prints the error (unless another rank failed and printed it) and gives the exit code. */
 static int fail(ts_status st) {
-  fprintf(stderr, "tessera: %s\n", ts_error_message());
+  const ts_comm *world = ts_comm_world();
+  if (st != TS_ERR_PEER && ts_comm_size(world) > 1)
+    fprintf(stderr, "tessera: rank %d: %s\n", ts_comm_rank(world), ts_error_message());
+  else if (st != TS_ERR_PEER)
+    fprintf(stderr, "tessera: %s\n", ts_error_message());
   return st == TS_ERR_INPUT ? 2 : 1;
 }
 
@@ -85,7 +99,8 @@ static int cmd_run(int argc, char **argv) {
 
 /* A fully wet N x N basin of 1 m cells with walls: a flat bed with a gentle 0.2 m bump, water
  * up to 1 m and a column up to 2 m in the centre (Manning 0.03, RK2). */
-static ts_status bench_case(int n, ts_precision precision, ts_swe **out) {
+static ts_status bench_case(int n, ts_precision precision, const ts_swe_parallel *par,
+                            ts_swe **out) {
   ts_raster bed, h0;
   TS_CALL(ts_raster_alloc(&bed, n, n, 0, 0, 1.0, -9999));
   ts_status st = ts_raster_alloc(&h0, n, n, 0, 0, 1.0, -9999);
@@ -105,32 +120,125 @@ static ts_status bench_case(int n, ts_precision precision, ts_swe **out) {
   p.precision = precision;
   p.friction = TS_FRICTION_MANNING;
   p.friction_value = 0.03;
+  p.parallel = *par;
   st = ts_swe_create(out, &p, &bed, &h0, NULL, NULL, NULL);
   ts_raster_free(&bed);
   ts_raster_free(&h0);
   return st;
 }
 
-static int cmd_bench(int argc, char **argv) {
+/* One timed bench run: Mcells/s and the subdomains' phase times summed over subdomains. */
+typedef struct bench_result {
+  long steps;
+  double wall, mcells, compute, pack, wait, unpack;
+} bench_result;
+
+static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel *par, long steps,
+                           bench_result *r, double *bytes) {
+  ts_swe *s;
+  TS_CALL(bench_case(n, precision, par, &s));
+  double dt;
+  ts_status st = TS_OK;
+  for (int w = 0; w < 2 && st == TS_OK; w++)
+    st = ts_swe_step(s, 1e9, &dt);
+  int nsub = ts_swe_decomp(s)->count;
+  ts_swe_sub_stats *before = calloc((size_t)nsub, sizeof *before);
+  ts_swe_sub_stats *after = calloc((size_t)nsub, sizeof *after);
+  if (!before || !after)
+    st = ts_error(TS_ERR_NOMEM, "out of memory");
+  if (st == TS_OK)
+    st = ts_swe_stats(s, before);
+  double t0 = omp_get_wtime(), elapsed = 0;
+  long done = 0;
+  while (st == TS_OK && (steps ? done < steps : (elapsed < 3.0 || done < 10))) {
+    st = ts_swe_step(s, 1e9, &dt);
+    done++;
+    double e = omp_get_wtime() - t0;
+    ts_comm_max(ts_comm_world(), &e, 1); /* every rank stops after the same step */
+    elapsed = e;
+  }
+  if (st == TS_OK)
+    st = ts_swe_stats(s, after);
+  if (st == TS_OK) {
+    *r = (bench_result){
+        .steps = done, .wall = elapsed, .mcells = (double)n * n * done / elapsed / 1e6};
+    for (int k = 0; k < nsub; k++) {
+      r->compute += (after[k].compute - before[k].compute) / nsub;
+      r->pack += (after[k].pack - before[k].pack) / nsub;
+      r->wait += (after[k].wait - before[k].wait) / nsub;
+      r->unpack += (after[k].unpack - before[k].unpack) / nsub;
+    }
+    *bytes = ts_swe_bytes_per_cell_step(s);
+  }
+  free(before);
+  free(after);
+  ts_swe_destroy(s);
+  return st;
+}
+
+/* Runs this command again under mpirun with R processes (bench --ranks R from a plain shell). */
+static int relaunch_under_mpirun(int ranks, int argc, char **argv) {
+  char **args = calloc((size_t)argc + 8, sizeof *args);
+  char np[16];
+  snprintf(np, sizeof np, "%d", ranks);
+  int k = 0;
+  args[k++] = "mpirun";
+  args[k++] = "--oversubscribe";
+  args[k++] = "-np";
+  args[k++] = np;
+  args[k++] = "/proc/self/exe";
+  for (int i = 1; i < argc; i++)
+    args[k++] = argv[i];
+  fflush(stdout);
+  execvp("mpirun", args);
+  fprintf(stderr, "tessera: --ranks %d needs mpirun on the PATH\n", ranks);
+  free(args);
+  return 1;
+}
+
+static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
   if (argc < 1 || strcmp(argv[0], "swe") != 0)
     return usage_error("bench needs a model", argc ? argv[0] : "(none)");
-  long n = 1024, steps = 0;
+  long n = 1024, steps = 0, ranks = 0;
   ts_precision precision = TS_FLOAT;
   const char *json = NULL;
+  ts_swe_parallel par = {.ghost_expansion = 1, .overlap = 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (i + 1 >= argc)
       return usage_error("missing value for option", a);
     const char *v = argv[++i];
     char *end;
+    long x = strtol(v, &end, 10);
     if (strcmp(a, "--size") == 0) {
-      n = strtol(v, &end, 10);
+      n = x;
       if (*end || n < 8 || n > 65536)
         return usage_error("--size must be an integer in [8, 65536]", v);
     } else if (strcmp(a, "--steps") == 0) {
-      steps = strtol(v, &end, 10);
+      steps = x;
       if (*end || steps < 1)
         return usage_error("--steps must be a positive integer", v);
+    } else if (strcmp(a, "--subdomains") == 0) {
+      if (*end || x < 1 || x > 32767)
+        return usage_error("--subdomains must be an integer in [1, 32767]", v);
+      par.subdomains = (int)x;
+    } else if (strcmp(a, "--ranks") == 0) {
+      if (*end || x < 1 || x > 4096)
+        return usage_error("--ranks must be an integer in [1, 4096]", v);
+      ranks = x;
+    } else if (strcmp(a, "--ghost-expansion") == 0) {
+      if (*end || x < 1 || x > 8)
+        return usage_error("--ghost-expansion must be an integer in [1, 8]", v);
+      par.ghost_expansion = (int)x;
+    } else if (strcmp(a, "--decomposition") == 0) {
+      const char *kinds[] = {"auto", "rows", "columns", "tiles"};
+      int found = -1;
+      for (int k = 0; k < 4; k++)
+        if (strcmp(v, kinds[k]) == 0)
+          found = k;
+      if (found < 0)
+        return usage_error("--decomposition must be auto, rows, columns or tiles", v);
+      par.decomposition = (ts_decomp_kind)found;
     } else if (strcmp(a, "--precision") == 0) {
       if (strcmp(v, "float") && strcmp(v, "double"))
         return usage_error("--precision must be float or double", v);
@@ -141,33 +249,43 @@ static int cmd_bench(int argc, char **argv) {
       return usage_error("unknown option", a);
     }
   }
-  ts_swe *s;
-  ts_status st = bench_case((int)n, precision, &s);
+  const ts_comm *world = ts_comm_world();
+  int nranks = ts_comm_size(world), root = ts_comm_rank(world) == 0;
+  if (ranks > 1 && nranks == 1)
+    return relaunch_under_mpirun((int)ranks, full_argc, full_argv);
+  if (ranks && ranks != nranks)
+    return usage_error("--ranks differs from the number of MPI processes", NULL);
+  /* With several subdomains: once with the exchange overlapped (the result) and once without,
+   * whose wait is the whole transfer, for the hidden fraction. */
+  int several = par.subdomains > 1 || nranks > 1;
+  bench_result on = {0}, off = {0};
+  double bytes = 0;
+  ts_status st = bench_run((int)n, precision, &par, steps, &on, &bytes);
+  if (st == TS_OK && several) {
+    ts_swe_parallel blocking = par;
+    blocking.overlap = 0;
+    st = bench_run((int)n, precision, &blocking, steps, &off, &bytes);
+  }
   if (st != TS_OK)
     return fail(st);
-  double dt;
-  for (int w = 0; w < 2 && st == TS_OK; w++)
-    st = ts_swe_step(s, 1e9, &dt);
-  double t0 = omp_get_wtime(), elapsed = 0;
-  long done = 0;
-  while (st == TS_OK && (steps ? done < steps : (elapsed < 3.0 || done < 10))) {
-    st = ts_swe_step(s, 1e9, &dt);
-    done++;
-    elapsed = omp_get_wtime() - t0;
-  }
-  if (st != TS_OK) {
-    ts_swe_destroy(s);
-    return fail(st);
-  }
-  double cells = (double)n * n, mcells = cells * done / elapsed / 1e6;
-  double bytes = ts_swe_bytes_per_cell_step(s);
-  printf("tessera bench swe: %ld x %ld cells, %s, RK2, %d threads\n", n, n,
-         ts_precision_name(precision), omp_get_max_threads());
-  printf("%12s %8s %10s %12s %16s %10s\n", "cells", "steps", "wall_s", "Mcells/s",
-         "bytes/cell-step", "GB/s");
-  printf("%12.0f %8ld %10.3f %12.2f %16.0f %10.2f\n", cells, done, elapsed, mcells, bytes,
-         mcells * 1e6 * bytes / 1e9);
-  ts_swe_destroy(s);
+  int nsub = par.subdomains ? par.subdomains : nranks;
+  double exchange = off.pack + off.wait + off.unpack;
+  double hidden = several && exchange > 0 ? 1 - (on.pack + on.wait + on.unpack) / exchange : 0;
+  if (hidden < 0)
+    hidden = 0;
+  if (!root)
+    return 0;
+  double cells = (double)n * n;
+  printf("tessera bench swe: %ld x %ld cells, %s, RK2, %d subdomains (%s), %d ranks x %d "
+         "threads, ghost expansion %d\n",
+         n, n, ts_precision_name(precision), nsub, ts_decomp_kind_name(par.decomposition), nranks,
+         omp_get_max_threads(), par.ghost_expansion);
+  printf("%8s %10s %10s %10s %10s %10s %10s %8s %8s\n", "steps", "wall_s", "Mcells/s", "GB/s",
+         "compute_s", "pack_s", "wait_s", "unpack_s", "hidden");
+  printf("%8ld %10.3f %10.2f %10.2f %10.3f %10.4f %10.4f %8.4f %8.2f\n", on.steps, on.wall,
+         on.mcells, on.mcells * 1e6 * bytes / 1e9, on.compute, on.pack, on.wait, on.unpack, hidden);
+  if (several)
+    printf("without overlap: %.2f Mcells/s, wait %.4f s per subdomain\n", off.mcells, off.wait);
   if (json) {
     char tmp[4200];
     FILE *f = ts_open_temp(json, tmp, sizeof tmp);
@@ -184,11 +302,20 @@ static int cmd_bench(int argc, char **argv) {
     ts_json_key(&j, "cells"), ts_json_number(&j, cells);
     ts_json_key(&j, "precision"), ts_json_string(&j, ts_precision_name(precision));
     ts_json_key(&j, "threads"), ts_json_int(&j, omp_get_max_threads());
-    ts_json_key(&j, "steps"), ts_json_int(&j, done);
-    ts_json_key(&j, "wall_s"), ts_json_number(&j, elapsed);
-    ts_json_key(&j, "mcells_per_s"), ts_json_number(&j, mcells);
+    ts_json_key(&j, "ranks"), ts_json_int(&j, nranks);
+    ts_json_key(&j, "subdomains"), ts_json_int(&j, nsub);
+    ts_json_key(&j, "decomposition"), ts_json_string(&j, ts_decomp_kind_name(par.decomposition));
+    ts_json_key(&j, "ghost_expansion"), ts_json_int(&j, par.ghost_expansion);
+    ts_json_key(&j, "steps"), ts_json_int(&j, on.steps);
+    ts_json_key(&j, "wall_s"), ts_json_number(&j, on.wall);
+    ts_json_key(&j, "mcells_per_s"), ts_json_number(&j, on.mcells);
     ts_json_key(&j, "bytes_per_cell_step"), ts_json_number(&j, bytes);
-    ts_json_key(&j, "gb_per_s"), ts_json_number(&j, mcells * 1e6 * bytes / 1e9);
+    ts_json_key(&j, "gb_per_s"), ts_json_number(&j, on.mcells * 1e6 * bytes / 1e9);
+    ts_json_key(&j, "compute_s"), ts_json_number(&j, on.compute);
+    ts_json_key(&j, "pack_s"), ts_json_number(&j, on.pack);
+    ts_json_key(&j, "wait_s"), ts_json_number(&j, on.wait);
+    ts_json_key(&j, "unpack_s"), ts_json_number(&j, on.unpack);
+    ts_json_key(&j, "hidden_fraction"), ts_json_number(&j, hidden);
     ts_json_end(&j);
     ts_status st_json = ts_commit_temp(f, tmp, json);
     if (st_json != TS_OK)
@@ -204,7 +331,9 @@ static int cmd_info(void) {
   printf("precisions:  float, double\n");
   printf("formats:     asc, asc.gz (in), netcdf (NetCDF-C %.20s), vtk, png (libpng %s)\n",
          nc_inq_libvers(), png_get_libpng_ver(NULL));
-  printf("MPI:         not yet\n");
+  printf("MPI:         %s (%d ranks in this run)\n",
+         ts_comm_built_with_mpi() ? ts_comm_library() : "not built in",
+         ts_comm_size(ts_comm_world()));
   printf("CUDA:        none (CPU build)\n");
   return 0;
 }
@@ -221,11 +350,17 @@ int main(int argc, char **argv) {
     printf("tessera %s\n", TESSERA_VERSION);
     return 0;
   }
+  int rc;
+  if (strcmp(cmd, "run") != 0 && strcmp(cmd, "bench") != 0 && strcmp(cmd, "info") != 0)
+    return usage_error("unknown command", cmd);
+  if (ts_comm_init(&argc, &argv) != TS_OK)
+    return fail(TS_ERR_INPUT);
   if (strcmp(cmd, "run") == 0)
-    return cmd_run(argc - 2, argv + 2);
-  if (strcmp(cmd, "bench") == 0)
-    return cmd_bench(argc - 2, argv + 2);
-  if (strcmp(cmd, "info") == 0)
-    return cmd_info();
-  return usage_error("unknown command", cmd);
+    rc = cmd_run(argc - 2, argv + 2);
+  else if (strcmp(cmd, "bench") == 0)
+    rc = cmd_bench(argc - 2, argv + 2, argc, argv);
+  else
+    rc = cmd_info();
+  ts_comm_finalize(0);
+  return rc;
 }

@@ -68,8 +68,8 @@ static int run(ts_precision prec, const ts_swe_parallel *par, int early_exit, in
       return 1;
     }
   }
-  ts_swe_var vars[NVARS] = {TS_SWE_H,       TS_SWE_HU,        TS_SWE_HV,      TS_SWE_ETA,
-                            TS_SWE_MAX_H,   TS_SWE_MAX_SPEED, TS_SWE_ARRIVAL, TS_SWE_MAX_ETA};
+  ts_swe_var vars[NVARS] = {TS_SWE_H,     TS_SWE_HU,        TS_SWE_HV,      TS_SWE_ETA,
+                            TS_SWE_MAX_H, TS_SWE_MAX_SPEED, TS_SWE_ARRIVAL, TS_SWE_MAX_ETA};
   for (int v = 0; v < NVARS; v++)
     ts_swe_get(s, vars[v], out->vars[v]);
   out->t = ts_swe_time(s);
@@ -134,10 +134,9 @@ int main(void) {
       CHECK(d == 0,
             "%s %-7s x%d (%dx%d) ghost expansion %d, early exit %s, overlap %s, move %+d: %ld "
             "differing cells%s",
-            ts_precision_name(precs[pi]), ts_decomp_kind_name(cfg[c].kind), cfg[c].count,
-            cfg[c].px, cfg[c].py, cfg[c].k, cfg[c].early ? "on" : "off",
-            cfg[c].overlap ? "on" : "off", cfg[c].move, d > 0 ? d : 0,
-            d < 0 ? " (time, volume or checkpoint differ)" : "");
+            ts_precision_name(precs[pi]), ts_decomp_kind_name(cfg[c].kind), cfg[c].count, cfg[c].px,
+            cfg[c].py, cfg[c].k, cfg[c].early ? "on" : "off", cfg[c].overlap ? "on" : "off",
+            cfg[c].move, d > 0 ? d : 0, d < 0 ? " (time, volume or checkpoint differ)" : "");
       free(got.blob);
     }
     free(ref.blob);

@@ -22,6 +22,8 @@ void ts_swe_params_default(ts_swe_params *p) {
   p->early_exit = 1;
   for (int side = 0; side < 4; side++)
     p->bc[side].type = TS_BC_WALL;
+  p->parallel.ghost_expansion = 1;
+  p->parallel.overlap = 1;
 }
 
 static ts_status check_params(const ts_swe_params *p) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "tessera/comm.h"
 #include "tessera/config.h"
 #include "tessera/io.h"
 #include "tessera/swe.h"
@@ -43,6 +44,8 @@ typedef struct swe_case {
   double gauge_interval, checkpoint_interval, png_depth_max;
   int maxima;
   char *out_dir;
+  const ts_comm *comm;
+  int root; /* rank 0 writes every file */
 } swe_case;
 
 /* Gauge records: time, then h, surface, u, v per gauge. */
@@ -325,6 +328,59 @@ static ts_status prepare_out_dir(const char *dir) {
   return TS_OK;
 }
 
+/* [parallel]: subdomains, decomposition, ghost_expansion, early_exit, overlap. */
+static ts_status read_parallel(swe_case *k) {
+  ts_swe_parallel *par = &k->params.parallel;
+  const char *v;
+  TS_CALL(ts_config_string(k->cfg, "parallel", "subdomains", "auto", &v));
+  if (strcmp(v, "auto") != 0) {
+    long n;
+    TS_CALL(ts_config_int(k->cfg, "parallel", "subdomains", 0, &n));
+    if (n < 1 || n > 32767)
+      return ts_config_error(k->cfg, "parallel", "subdomains", "must be auto or in [1, 32767]");
+    par->subdomains = (int)n;
+  }
+  TS_CALL(ts_config_string(k->cfg, "parallel", "decomposition", "auto", &v));
+  static const char *const kinds[] = {"auto", "rows", "columns", "tiles"};
+  int px = 0, py = 0, found = 0;
+  char tail;
+  for (int i = 0; i < 4; i++)
+    if (strcmp(v, kinds[i]) == 0)
+      par->decomposition = (ts_decomp_kind)i, found = 1;
+  if (!found && sscanf(v, "%dx%d%c", &px, &py, &tail) == 2 && px >= 1 && py >= 1) {
+    par->decomposition = TS_DECOMP_TILES;
+    par->parts[0] = px;
+    par->parts[1] = py;
+    if (par->subdomains == 0)
+      par->subdomains = px * py;
+    else if (par->subdomains != px * py)
+      return ts_config_error(k->cfg, "parallel", "decomposition",
+                             "%d x %d tiles but [parallel] subdomains = %d", px, py,
+                             par->subdomains);
+    found = 1;
+  }
+  if (!found)
+    return ts_config_error(k->cfg, "parallel", "decomposition",
+                           "must be auto, rows, columns, tiles or PXxPY such as 2x3 (got '%s')", v);
+  TS_CALL(ts_config_string(k->cfg, "parallel", "ghost_expansion", "1", &v));
+  if (strcmp(v, "auto") == 0) {
+    par->ghost_expansion = 0;
+  } else {
+    long n;
+    TS_CALL(ts_config_int(k->cfg, "parallel", "ghost_expansion", 1, &n));
+    if (n < 1 || n > 8)
+      return ts_config_error(k->cfg, "parallel", "ghost_expansion", "must be auto or in [1, 8]");
+    par->ghost_expansion = (int)n;
+  }
+  static const char *const onoffauto[] = {"off", "on", "auto", NULL};
+  int early;
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "early_exit", 1, onoffauto, &early));
+  k->params.early_exit = early == 2 ? -1 : early;
+  static const char *const onoff[] = {"off", "on", NULL};
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "overlap", 1, onoff, &par->overlap));
+  return TS_OK;
+}
+
 static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
   TS_CALL(ts_config_load(&k->cfg, opt->case_path));
   for (int i = 0; i < opt->noverrides; i++)
@@ -437,7 +493,7 @@ static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
   }
   if (!k->out_dir)
     return ts_error(TS_ERR_NOMEM, "out of memory");
-  return TS_OK;
+  return read_parallel(k);
 }
 
 static void free_case(swe_case *k) {
@@ -499,6 +555,8 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
   ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
   for (int v = 0; v < 5; v++)
     TS_CALL(ts_swe_get(s, vars[v], work[v]));
+  if (!k->root)
+    return TS_OK;
   if (k->formats[FMT_PNG]) {
     char title[64], path[4096];
     snprintf(title, sizeof title, "t = %g s", t);
@@ -546,15 +604,24 @@ static ts_status record_gauges(const swe_case *k, const ts_swe *s, gauge_log *lo
   }
   double *row = log->rows + log->n * log->width;
   row[0] = ts_swe_time(s);
-  for (int g = 0; g < k->gauges.n; g++) {
-    int i = k->gauges.i[g], j = k->gauges.j[g];
-    row[1 + 4 * g] = ts_swe_get_cell(s, TS_SWE_H, i, j);
-    row[2 + 4 * g] = ts_swe_get_cell(s, TS_SWE_ETA, i, j);
-    row[3 + 4 * g] = ts_swe_get_cell(s, TS_SWE_U, i, j);
-    row[4 + 4 * g] = ts_swe_get_cell(s, TS_SWE_V, i, j);
+  int n = 4 * k->gauges.n;
+  int *pi = malloc(sizeof(int) * (size_t)(n + 1)), *pj = malloc(sizeof(int) * (size_t)(n + 1));
+  ts_swe_var *var = malloc(sizeof *var * (size_t)(n + 1));
+  ts_status st = pi && pj && var ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
+  const ts_swe_var kinds[4] = {TS_SWE_H, TS_SWE_ETA, TS_SWE_U, TS_SWE_V};
+  for (int q = 0; q < n && st == TS_OK; q++) {
+    pi[q] = k->gauges.i[q / 4];
+    pj[q] = k->gauges.j[q / 4];
+    var[q] = kinds[q % 4];
   }
-  log->n++;
-  return TS_OK;
+  if (st == TS_OK)
+    st = ts_swe_probe(s, n, pi, pj, var, row + 1);
+  free(pi);
+  free(pj);
+  free(var);
+  if (st == TS_OK)
+    log->n++;
+  return st;
 }
 
 static ts_status write_gauges(const swe_case *k, const gauge_log *log) {
@@ -577,9 +644,12 @@ static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, 
   ts_swe_var vars[4] = {TS_SWE_MAX_H, TS_SWE_MAX_SPEED, TS_SWE_ARRIVAL, TS_SWE_MAX_ETA};
   const char *names[4] = {"max_h.asc", "max_speed.asc", "arrival.asc", "max_eta.asc"};
   for (int v = 0; v < 4; v++) {
-    TS_CALL(ts_swe_get(s, vars[v], work));
-    to_nodata(k, work);
-    TS_CALL(write_grid(k, k->out_dir, names[v], work, rel[v], 64));
+    ts_status st = ts_swe_get(s, vars[v], work);
+    if (st == TS_OK && k->root) {
+      to_nodata(k, work);
+      st = write_grid(k, k->out_dir, names[v], work, rel[v], 64);
+    }
+    TS_CALL(ts_comm_agree(k->comm, st));
   }
   return TS_OK;
 }
@@ -610,10 +680,15 @@ static ts_status write_checkpoint(const swe_case *k, const ts_swe *s, const run_
   snprintf(path, sizeof path, "%s/%s", k->out_dir, rel);
   size_t bytes;
   TS_CALL(ts_swe_checkpoint_size(s, &bytes));
-  void *blob = malloc(bytes);
-  if (!blob)
-    return ts_error(TS_ERR_NOMEM, "out of memory for a checkpoint");
-  ts_status st = ts_swe_checkpoint_save(s, blob, bytes);
+  void *blob = k->root ? malloc(bytes) : NULL;
+  ts_status st = ts_comm_agree(
+      k->comm, k->root && !blob ? ts_error(TS_ERR_NOMEM, "out of memory for a checkpoint") : TS_OK);
+  if (st == TS_OK)
+    st = ts_swe_checkpoint_save(s, blob, bytes);
+  if (!k->root) {
+    free(blob);
+    return ts_comm_agree(k->comm, st);
+  }
   FILE *f = st == TS_OK ? ts_open_temp(path, tmp, sizeof tmp) : NULL;
   if (st == TS_OK && !f)
     st = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
@@ -638,7 +713,7 @@ static ts_status write_checkpoint(const swe_case *k, const ts_swe *s, const run_
     st = ts_commit_temp(f, tmp, path); /* reports a failed write */
   }
   free(blob);
-  return st;
+  return ts_comm_agree(k->comm, st);
 }
 
 /* Reads a checkpoint into the solver, the loop state and the gauge log (all bad input on error:
@@ -741,6 +816,48 @@ static void write_summary_snapshots(ts_json *j, const snapshot_files *snaps, int
   ts_json_array_end(j);
 }
 
+/* Ranks, subdomains and how they were split, and the seconds each subdomain spent computing,
+ * packing (and copying in-process), waiting and unpacking. */
+static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub_stats *stats) {
+  const ts_decomp *d = ts_swe_decomp(s);
+  const ts_swe_params *p = ts_swe_get_params(s);
+  ts_decomp_kind kind = p->parallel.decomposition;
+  if (kind == TS_DECOMP_AUTO || kind == TS_DECOMP_TILES)
+    kind = d->parts[0] == 1 ? TS_DECOMP_ROWS
+                            : (d->parts[1] == 1 ? TS_DECOMP_COLUMNS : TS_DECOMP_TILES);
+  ts_json_key(j, "ranks"), ts_json_int(j, ts_swe_ranks(s));
+  ts_json_key(j, "subdomains"), ts_json_int(j, d->count);
+  ts_json_key(j, "decomposition"),
+      ts_json_string(j, d->count == 1 ? "none" : ts_decomp_kind_name(kind));
+  ts_json_key(j, "decomposition_parts");
+  ts_json_array_begin(j);
+  ts_json_int(j, d->parts[0]);
+  ts_json_int(j, d->parts[1]);
+  ts_json_array_end(j);
+  ts_json_key(j, "ghost_expansion"), ts_json_int(j, ts_swe_ghost_expansion(s));
+  ts_json_key(j, "early_exit"), ts_json_bool(j, ts_swe_early_exit(s));
+  ts_json_key(j, "overlap"), ts_json_bool(j, p->parallel.overlap);
+  ts_json_key(j, "subdomain_timings");
+  ts_json_array_begin(j);
+  for (int sub = 0; sub < d->count; sub++) {
+    const ts_swe_sub_stats *t = &stats[sub];
+    ts_json_object_begin(j);
+    ts_json_key(j, "subdomain"), ts_json_int(j, sub);
+    ts_json_key(j, "rank"), ts_json_int(j, t->rank);
+    ts_json_key(j, "cells");
+    ts_json_array_begin(j);
+    ts_json_int(j, t->box.lo[0]), ts_json_int(j, t->box.hi[0]);
+    ts_json_int(j, t->box.lo[1]), ts_json_int(j, t->box.hi[1]);
+    ts_json_array_end(j);
+    ts_json_key(j, "compute"), ts_json_number(j, t->compute);
+    ts_json_key(j, "pack"), ts_json_number(j, t->pack);
+    ts_json_key(j, "wait"), ts_json_number(j, t->wait);
+    ts_json_key(j, "unpack"), ts_json_number(j, t->unpack);
+    ts_json_object_end(j);
+  }
+  ts_json_array_end(j);
+}
+
 typedef struct run_totals {
   double wall, dt_min, dt_max, cells_steps;
   int64_t steps_run;
@@ -750,17 +867,30 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_
                                const run_state *rs, const run_totals *tot,
                                const snapshot_files *snaps, int nsnaps, char maxima[4][64],
                                char (*checkpoints)[64], int nckpt) {
-  char path[4096], tmp[4200];
-  snprintf(path, sizeof path, "%s/summary.json", k->out_dir);
-  FILE *f = ts_open_temp(path, tmp, sizeof tmp);
-  if (!f)
-    return ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-  ts_json j;
-  ts_json_begin(&j, f);
+  /* Collective values first; then rank 0 writes. */
   double v_final = ts_swe_volume(s);
   int tx, ty;
   int64_t active_tiles;
   ts_swe_tiles(s, &tx, &ty, &active_tiles);
+  int64_t wet_cells = ts_swe_wet_cells(s);
+  const ts_decomp *d = ts_swe_decomp(s);
+  ts_swe_sub_stats *stats = malloc(sizeof *stats * (size_t)d->count);
+  if (!stats)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_status st = ts_swe_stats(s, stats);
+  if (st != TS_OK || !k->root) {
+    free(stats);
+    return st;
+  }
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/summary.json", k->out_dir);
+  FILE *f = ts_open_temp(path, tmp, sizeof tmp);
+  if (!f) {
+    free(stats);
+    return ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+  }
+  ts_json j;
+  ts_json_begin(&j, f);
   ts_json_key(&j, "model"), ts_json_string(&j, "swe");
   ts_json_key(&j, "version"), ts_json_string(&j, TESSERA_VERSION);
   ts_json_key(&j, "case"), ts_json_string(&j, opt->case_path);
@@ -790,7 +920,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_
   ts_json_key(&j, "mass_rel_error");
   ts_json_number(&j,
                  rs->volume_initial > 0 ? (v_final - rs->volume_initial) / rs->volume_initial : 0);
-  ts_json_key(&j, "wet_cells"), ts_json_int(&j, ts_swe_wet_cells(s));
+  ts_json_key(&j, "wet_cells"), ts_json_int(&j, wet_cells);
   ts_json_key(&j, "tiles"), ts_json_int(&j, (long long)tx * ty);
   ts_json_key(&j, "active_tiles"), ts_json_int(&j, active_tiles);
   ts_json_key(&j, "restart_from");
@@ -821,6 +951,8 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_
   for (int c = 0; c < nckpt; c++)
     ts_json_string(&j, checkpoints[c]);
   ts_json_array_end(&j);
+  write_summary_parallel(&j, s, stats);
+  free(stats);
   ts_json_end(&j);
   return ts_commit_temp(f, tmp, path);
 }
@@ -849,7 +981,8 @@ static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_
   double start = wall_now(), last_print = start, t_start = ts_swe_time(s), dt = 0;
   int64_t active = ts_swe_active_cells(s);
   while (st == TS_OK && rs->next_output < k->nout && k->out_times[rs->next_output] <= t_start) {
-    st = write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]);
+    st = ts_comm_agree(k->comm,
+                       write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]));
     nsnaps++;
     rs->next_output++;
   }
@@ -875,7 +1008,8 @@ static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_
       }
     }
     while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output]) {
-      st = write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]);
+      st = ts_comm_agree(k->comm,
+                         write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]));
       nsnaps++;
       rs->next_output++;
     }
@@ -887,13 +1021,13 @@ static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_
         st = write_checkpoint(k, s, rs, log, tag, checkpoints[nckpt++], 64);
     }
     double now = wall_now();
-    if (!opt->quiet && now - last_print > (tty ? 0.5 : 10.0)) {
+    if (!opt->quiet && k->root && now - last_print > (tty ? 0.5 : 10.0)) {
       progress_line(opt->progress, tty, s, t_start, k->t_end, dt, now - start, tot.cells_steps);
       last_print = now;
     }
   }
   tot.wall = wall_now() - start;
-  if (!opt->quiet && st == TS_OK) {
+  if (!opt->quiet && k->root && st == TS_OK) {
     progress_line(opt->progress, tty, s, t_start, k->t_end, dt, tot.wall, tot.cells_steps);
     if (tty)
       fputc('\n', opt->progress);
@@ -902,9 +1036,10 @@ static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_
   if (st == TS_OK && k->maxima)
     st = write_maxima(k, s, work[0], maxima);
   if (st == TS_OK && k->has_gauges)
-    st = write_gauges(k, log);
+    st = ts_comm_agree(k->comm, k->root ? write_gauges(k, log) : TS_OK);
   if (st == TS_OK)
-    st = write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maxima, checkpoints, nckpt);
+    st = ts_comm_agree(
+        k->comm, write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maxima, checkpoints, nckpt));
   for (int v = 0; v < 5; v++)
     free(work[v]);
   free(snaps);
@@ -917,10 +1052,10 @@ static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_
 static ts_status automatic_png_depth_max(const ts_swe *s, double *depth_max) {
   const ts_grid *g = ts_swe_grid(s);
   size_t n = (size_t)g->n[0] * g->n[1];
-  double *h = malloc(sizeof(double) * n);
+  double *h = calloc(n, sizeof(double));
   if (!h)
     return ts_error(TS_ERR_NOMEM, "out of memory");
-  ts_status st = ts_swe_get(s, TS_SWE_H, h);
+  ts_status st = ts_swe_get(s, TS_SWE_H, h); /* the whole grid on rank 0, which draws */
   double top = 0;
   for (size_t c = 0; c < n; c++)
     if (h[c] > top)
@@ -930,29 +1065,68 @@ static ts_status automatic_png_depth_max(const ts_swe *s, double *depth_max) {
   return st;
 }
 
+/* 64-bit FNV-1a of the case file, the overrides and the build: ranks must agree on it. */
+static uint64_t case_fingerprint(const ts_swe_case_options *opt) {
+  uint64_t h = 1469598103934665603ull;
+  const char *build = "tessera " TESSERA_VERSION;
+  for (const char *c = build; *c; c++)
+    h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  FILE *f = fopen(opt->case_path, "rb");
+  int c;
+  while (f && (c = fgetc(f)) != EOF)
+    h = (h ^ (unsigned char)c) * 1099511628211ull;
+  if (f)
+    fclose(f);
+  for (int i = 0; i < opt->noverrides; i++)
+    for (const char *p = opt->overrides[i]; *p; p++)
+      h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h;
+}
+
+/* Every rank must run the same case with the same build. */
+static ts_status check_same_case(const swe_case *k, const ts_swe_case_options *opt) {
+  int n = ts_comm_size(k->comm), me = ts_comm_rank(k->comm);
+  if (n == 1)
+    return TS_OK;
+  uint64_t mine = case_fingerprint(opt), *all = malloc(sizeof *all * (size_t)n);
+  if (!all)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_status st = ts_comm_allgather(k->comm, &mine, sizeof mine, all);
+  if (st == TS_OK && all[me] != all[0])
+    st = ts_error(TS_ERR_INPUT,
+                  "%s: rank %d runs a different case file, overrides or tessera build than rank 0",
+                  opt->case_path, me);
+  free(all);
+  return st;
+}
+
 ts_status ts_swe_case_run(const ts_swe_case_options *opt) {
   swe_case k;
   memset(&k, 0, sizeof k);
+  k.comm = ts_comm_world();
+  k.root = ts_comm_rank(k.comm) == 0;
   ts_swe *s = NULL;
-  ts_status st = read_case(&k, opt);
+  ts_status st = ts_comm_agree(k.comm, read_case(&k, opt));
+  if (st == TS_OK)
+    st = ts_comm_agree(k.comm, check_same_case(&k, opt));
   if (st == TS_OK) {
     st = ts_swe_create(&s, &k.params, &k.bed, k.has_h0 ? &k.h0 : NULL, k.has_hu0 ? &k.hu0 : NULL,
                        k.has_hv0 ? &k.hv0 : NULL, k.has_friction ? &k.friction : NULL);
-    if (st != TS_OK && st != TS_ERR_NOMEM)
+    if (st != TS_OK && st != TS_ERR_NOMEM && st != TS_ERR_PEER)
       st = ts_error(st, "%s: %s", opt->case_path, ts_error_message());
   }
   if (st == TS_OK && k.has_surface)
     st = ts_swe_set_surface(s, &k.surface);
   if (st == TS_OK && k.png_depth_max == 0)
-    st = automatic_png_depth_max(s, &k.png_depth_max);
+    st = ts_comm_agree(k.comm, automatic_png_depth_max(s, &k.png_depth_max));
   run_state rs = {.next_checkpoint = k.checkpoint_interval};
   gauge_log log = {.width = 1 + 4 * (size_t)(k.has_gauges ? k.gauges.n : 0)};
   if (st == TS_OK)
     rs.volume_initial = ts_swe_volume(s);
   if (st == TS_OK && opt->restart)
-    st = read_checkpoint(&k, opt->restart, s, &rs, &log);
+    st = ts_comm_agree(k.comm, read_checkpoint(&k, opt->restart, s, &rs, &log));
   if (st == TS_OK)
-    st = prepare_out_dir(k.out_dir);
+    st = ts_comm_agree(k.comm, k.root ? prepare_out_dir(k.out_dir) : TS_OK);
   if (st == TS_OK)
     st = run_case(&k, opt, s, &rs, &log);
   free(log.rows);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Decomposition invariance across MPI ranks: runs one case under mpirun with several rank counts
+# and splits and requires every output file to equal the first (reference) run's byte for byte;
+# summary.json is compared without its timings and parallel layout.
+# usage: compare_runs.sh TESSERA CASE WORKDIR COMMON_ARGS "NP ARGS..." ["NP ARGS..." ...]
+# ARGS may contain @REF@ (the reference output directory), e.g. --restart @REF@/checkpoint.tsc;
+# a run that restarts is compared on the files it writes but summary.json; a run with early exit
+# off reports every tile active in summary.json.
+set -u
+tessera=$1 case=$2 work=$3 common=$4
+shift 4
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+rm -rf "$work" && mkdir -p "$work" || exit 1
+strip_summary() {
+  sed -e '/"ranks":/,$d' -e '/"wall_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' \
+    -e "${2:-/^\$^/d}" "$1"
+}
+failures=0 n=0 ref=""
+for config in "$@"; do
+  np=${config%% *} args=${config#* }
+  [ "$args" = "$config" ] && args=""
+  out="$work/run$n"
+  args=${args//@REF@/$ref}
+  # shellcheck disable=SC2086
+  if ! timeout 600 mpirun --oversubscribe -np "$np" "$tessera" run "$case" --out "$out" --quiet \
+    $common $args >"$out.log" 2>&1; then
+    echo "FAIL np $np $args: the run failed:"
+    cat "$out.log"
+    failures=$((failures + 1))
+  elif [ -z "$ref" ]; then
+    ref=$out
+    echo "ok   reference: np $np $args ($(ls "$ref" | wc -l) files)"
+  else
+    differ=""
+    tiles=""
+    case "$args" in *early_exit=off*) tiles='/"active_tiles"/d' ;; esac
+    for f in "$ref"/*; do
+      name=$(basename "$f")
+      case "$args" in *--restart*) [ -e "$out/$name" ] && [ "$name" != summary.json ] || continue ;; esac
+      if [ "$name" = summary.json ]; then
+        cmp -s <(strip_summary "$f" "$tiles") <(strip_summary "$out/$name" "$tiles") ||
+          differ="$differ $name"
+      else
+        cmp -s "$f" "$out/$name" || differ="$differ $name"
+      fi
+    done
+    if [ -z "$differ" ]; then
+      echo "ok   np $np $args: every output equals the reference"
+    else
+      echo "FAIL np $np $args: differs from the reference:$differ"
+      failures=$((failures + 1))
+    fi
+  fi
+  n=$((n + 1))
+done
+echo "RESULT: $([ $failures -eq 0 ] && echo PASS || echo "FAIL ($failures)")"
+[ $failures -eq 0 ]
