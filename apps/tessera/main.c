@@ -361,6 +361,6 @@ int main(int argc, char **argv) {
     rc = cmd_bench(argc - 2, argv + 2, argc, argv);
   else
     rc = cmd_info();
-  ts_comm_finalize(0);
+  ts_comm_finalize();
   return rc;
 }

@@ -19,9 +19,8 @@ typedef struct ts_comm ts_comm;
 /* Starts MPI when this process was launched by mpirun/mpiexec (or srun), so a plain `tessera`
  * needs no MPI at run time. Call once, before anything else. */
 ts_status ts_comm_init(int *argc, char ***argv);
-/* Ends MPI (if started). A non-zero code after an error aborts the other ranks instead of
- * waiting for them. */
-void ts_comm_finalize(int exit_code);
+/* Ends MPI (if started). Every rank calls it, also after an error all ranks agreed on. */
+void ts_comm_finalize(void);
 
 const ts_comm *ts_comm_world(void); /* every process of the run */
 int ts_comm_rank(const ts_comm *c);
@@ -33,14 +32,12 @@ const char *ts_comm_library(void); /* "Open MPI v4.1.4 ..." or "none" */
 ts_status ts_comm_max(const ts_comm *c, double *v, int n);
 /* Element-wise sum of integers over all ranks, in place. */
 ts_status ts_comm_sum_i64(const ts_comm *c, int64_t *v, int n);
-ts_status ts_comm_bcast(const ts_comm *c, void *buf, size_t bytes, int root);
 /* Rank r's `bytes` bytes land at recv + r * bytes on every rank. */
 ts_status ts_comm_allgather(const ts_comm *c, const void *send, size_t bytes, void *recv);
 /* Rank r sends counts[r] bytes; root receives them one after the other in rank order (counts
  * must be the same array on every rank). */
 ts_status ts_comm_gather(const ts_comm *c, const void *send, const size_t *counts, void *recv,
                          int root);
-void ts_comm_barrier(const ts_comm *c);
 
 /* Collective: every rank passes its own status; all return the same result. A rank whose own
  * call failed gets its status back (its message stands); the others get TS_ERR_PEER with a

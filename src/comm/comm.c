@@ -46,15 +46,10 @@ ts_status ts_comm_init(int *argc, char ***argv) {
   return TS_OK;
 }
 
-void ts_comm_finalize(int exit_code) {
+void ts_comm_finalize(void) {
 #if TESSERA_HAVE_MPI
-  if (world.mpi) {
-    if (exit_code != 0 && world.size > 1)
-      MPI_Abort(MPI_COMM_WORLD, exit_code);
+  if (world.mpi)
     MPI_Finalize();
-  }
-#else
-  (void)exit_code;
 #endif
 }
 
@@ -112,22 +107,6 @@ ts_status ts_comm_sum_i64(const ts_comm *c, int64_t *v, int n) {
   return TS_OK;
 }
 
-ts_status ts_comm_bcast(const ts_comm *c, void *buf, size_t bytes, int root) {
-#if TESSERA_HAVE_MPI
-  if (c->mpi && c->size > 1) {
-    char *p = buf;
-    while (bytes > 0) { /* MPI counts are int */
-      int chunk = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
-      TS_CALL(mpi_check(MPI_Bcast(p, chunk, MPI_BYTE, root, MPI_COMM_WORLD), "broadcast"));
-      p += chunk;
-      bytes -= (size_t)chunk;
-    }
-  }
-#endif
-  (void)c, (void)buf, (void)bytes, (void)root;
-  return TS_OK;
-}
-
 ts_status ts_comm_allgather(const ts_comm *c, const void *send, size_t bytes, void *recv) {
 #if TESSERA_HAVE_MPI
   if (c->mpi && c->size > 1)
@@ -166,14 +145,6 @@ ts_status ts_comm_gather(const ts_comm *c, const void *send, const size_t *count
   (void)root;
   memcpy(recv, send, counts[c->rank]);
   return TS_OK;
-}
-
-void ts_comm_barrier(const ts_comm *c) {
-#if TESSERA_HAVE_MPI
-  if (c->mpi && c->size > 1)
-    MPI_Barrier(MPI_COMM_WORLD);
-#endif
-  (void)c;
 }
 
 ts_status ts_comm_agree(const ts_comm *c, ts_status local) {

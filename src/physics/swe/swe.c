@@ -132,7 +132,8 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
                     count, s->nranks);
   int n[3] = {s->nx, s->ny, 1}, parts[3] = {par->parts[0], par->parts[1], 1};
   TS_CALL(ts_decomp_create(&s->decomp, 2, n, count, par->decomposition, parts));
-  s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : (s->nranks > 1 ? 2 : 1);
+  s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : 1;
+  s->tuning = par->ghost_expansion > 0 || count == 1 ? -1 : 0;
   s->halo_width = SWE_STAGE_REACH * (params->rk_order == 1 ? 1 : 2) * s->ghost_expansion;
   s->sub_rank = malloc(sizeof(int) * (size_t)count);
   s->by_sub = calloc((size_t)count, sizeof *s->by_sub);
@@ -228,10 +229,42 @@ ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
   return TS_OK;
 }
 
+/* ghost_expansion = auto: the first steps of the run are timed with 1, 2 and 4 steps between
+ * exchanges (TUNING_STEPS each, a whole number of cycles), the slowest rank's time counts, and
+ * the fastest is kept. Every candidate gives the same results, so the tuning steps are real. */
+enum { TUNING_STEPS = 8 };
+static const int tuning_candidates[3] = {1, 2, 4};
+
+static ts_status tuned_step(ts_swe *s, double dt_max, double *dt_taken) {
+  int k = tuning_candidates[s->tuning];
+  if (s->tuning_steps == 0) {
+    if (k != s->ghost_expansion)
+      TS_CALL(swe_rebuild(s, &s->decomp, k));
+    s->tuning_start = omp_get_wtime();
+  }
+  TS_CALL(swe_step(s, dt_max, dt_taken));
+  if (++s->tuning_steps < TUNING_STEPS)
+    return TS_OK;
+  double seconds = omp_get_wtime() - s->tuning_start;
+  TS_CALL(ts_comm_max(s->comm, &seconds, 1));
+  s->tuning_seconds[s->tuning++] = seconds;
+  s->tuning_steps = 0;
+  if (s->tuning < 3)
+    return TS_OK;
+  int best = 0;
+  for (int c = 1; c < 3; c++)
+    if (s->tuning_seconds[c] < s->tuning_seconds[best])
+      best = c;
+  s->tuning = -1;
+  if (tuning_candidates[best] != s->ghost_expansion)
+    TS_CALL(swe_rebuild(s, &s->decomp, tuning_candidates[best]));
+  return TS_OK;
+}
+
 ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken) {
   if (!(dt_max > 0))
     return ts_error(TS_ERR_INTERNAL, "swe: dt_max must be positive (got %g)", dt_max);
-  return swe_step(s, dt_max, dt_taken);
+  return s->tuning >= 0 ? tuned_step(s, dt_max, dt_taken) : swe_step(s, dt_max, dt_taken);
 }
 
 double swe_inflow_discharge(const ts_swe_params *p, int side, double t) {

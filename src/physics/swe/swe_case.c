@@ -1068,7 +1068,7 @@ static ts_status automatic_png_depth_max(const ts_swe *s, double *depth_max) {
 /* 64-bit FNV-1a of the case file, the overrides and the build: ranks must agree on it. */
 static uint64_t case_fingerprint(const ts_swe_case_options *opt) {
   uint64_t h = 1469598103934665603ull;
-  const char *build = "tessera " TESSERA_VERSION;
+  const char *build = "tessera " TESSERA_VERSION " " __VERSION__;
   for (const char *c = build; *c; c++)
     h = (h ^ (unsigned char)*c) * 1099511628211ull;
   FILE *f = fopen(opt->case_path, "rb");

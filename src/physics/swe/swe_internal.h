@@ -126,12 +126,15 @@ struct ts_swe {
   ts_halo_times *halo_times; /* per subdomain, of the plans replaced so far */
   ts_halo_field *fields;     /* per subdomain: state (w, hu, hv, w_carry) */
   int ghost_expansion;       /* steps between exchanges */
-  int halo_width;            /* cells: SWE_STAGE_REACH x stages x ghost_expansion */
-  int cycle;                 /* stages done since the last exchange */
-  int in_flight;             /* an exchange was started and not finished */
-  int early_exit;            /* resolved at the first step */
-  int outer_threads;         /* threads over parts */
-  ts_raster bed, friction;   /* copies of the global inputs, to build parts when boundaries move */
+  int tuning;                /* ghost_expansion = auto: candidate being timed, -1 when chosen */
+  int tuning_steps;          /* steps timed so far for that candidate */
+  double tuning_start, tuning_seconds[3];
+  int halo_width;          /* cells: SWE_STAGE_REACH x stages x ghost_expansion */
+  int cycle;               /* stages done since the last exchange */
+  int in_flight;           /* an exchange was started and not finished */
+  int early_exit;          /* resolved at the first step */
+  int outer_threads;       /* threads over parts */
+  ts_raster bed, friction; /* copies of the global inputs, to build parts when boundaries move */
   int has_friction;
   double *bc_t[4], *bc_q[4];
   int bc_cells[4];
@@ -150,12 +153,9 @@ int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out);
 /* swe_step.c: the decomposed step, exchanges and rebuilding the parts. */
 ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken);
 ts_status swe_finish_exchange(ts_swe *s);
-ts_status swe_exchange(ts_swe *s); /* a full, blocking halo exchange */
 ts_status swe_build_halo_plan(ts_swe *s);
 /* Replaces the split (and halo width): parts whose window changes are rebuilt and their owned
  * cells migrated from the old owners; then a full exchange. */
 ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion);
-/* Runs f(part) for every part of this rank, in parallel when there are several. */
-void swe_for_parts(ts_swe *s, void (*f)(swe_part *part, void *arg), void *arg);
 
 #endif

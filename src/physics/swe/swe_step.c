@@ -13,7 +13,8 @@
 
 #include "physics/swe/swe_internal.h"
 
-void swe_for_parts(ts_swe *s, void (*f)(swe_part *part, void *arg), void *arg) {
+/* Runs f(part) for every part of this rank, in parallel when there are several. */
+static void swe_for_parts(ts_swe *s, void (*f)(swe_part *part, void *arg), void *arg) {
   if (s->nparts == 1) {
     f(s->parts[0], arg);
     return;
@@ -104,7 +105,8 @@ ts_status swe_finish_exchange(ts_swe *s) {
   return TS_OK;
 }
 
-ts_status swe_exchange(ts_swe *s) {
+/* A full, blocking halo exchange. */
+static ts_status swe_exchange(ts_swe *s) {
   TS_CALL(swe_finish_exchange(s));
   TS_CALL(start_exchange(s));
   return swe_finish_exchange(s);
@@ -291,8 +293,11 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
 
 static int same_box(const ts_box *a, const ts_box *b) { return memcmp(a, b, sizeof *a) == 0; }
 
-ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion) {
+ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
   TS_CALL(swe_finish_exchange(s));
+  ts_decomp copy; /* target may be the solver's own decomposition */
+  TS_CALL(ts_decomp_copy(&copy, target));
+  const ts_decomp *d = &copy;
   int stages = s->p.rk_order == 1 ? 1 : 2;
   int width = SWE_STAGE_REACH * stages * ghost_expansion;
   int nsub = d->count;
@@ -371,6 +376,7 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion) {
   for (int k = 0; k < s->nparts && fresh; k++)
     swe_part_destroy(fresh[k]);
   ts_decomp_destroy(&old);
+  ts_decomp_destroy(&copy);
   free(rebuilt);
   free(dst);
   free(fresh);

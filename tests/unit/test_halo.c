@@ -1,0 +1,189 @@
+/* The halo engine and decompositions in 3D, as the lattice Boltzmann module will use them: an
+ * uneven 11 x 7 x 6 grid in 2 x 2 x 2 boxes, five components of which only some cross each face
+ * (direction masks), windows one cell wider than the owned boxes. Every halo cell must receive
+ * exactly the owner's values of the components that cross towards it and keep the others; a
+ * migration plan between two splits must move every owned cell. Also checks the splits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera/halo.h"
+#include "unit/check.h"
+
+enum { NX = 11, NY = 7, NZ = 6, NCOMP = 5, COUNT = 8 };
+
+typedef struct sub_data {
+  ts_box win;
+  double *comp[NCOMP];
+} sub_data;
+
+static double value(int c, int x, int y, int z) { return 1000.0 * c + x + 20.0 * y + 400.0 * z; }
+
+static ts_box grow(const ts_box *b, int by) {
+  ts_box w = *b;
+  int n[3] = {NX, NY, NZ};
+  for (int a = 0; a < 3; a++) {
+    w.lo[a] = b->lo[a] - by < 0 ? 0 : b->lo[a] - by;
+    w.hi[a] = b->hi[a] + by > n[a] ? n[a] : b->hi[a] + by;
+  }
+  return w;
+}
+
+static void describe(sub_data *d, const uint32_t *mask, ts_halo_field *f) {
+  memset(f, 0, sizeof *f);
+  f->ncomp = NCOMP;
+  f->elem = sizeof(double);
+  for (int c = 0; c < NCOMP; c++)
+    f->comp[c] = d->comp[c];
+  f->stride[0] = 1;
+  f->stride[1] = d->win.hi[0] - d->win.lo[0];
+  f->stride[2] = f->stride[1] * (d->win.hi[1] - d->win.lo[1]);
+  memcpy(f->lo, d->win.lo, sizeof f->lo);
+  f->dir_mask = mask;
+}
+
+static double *at(sub_data *d, int c, int x, int y, int z) {
+  int sx = d->win.hi[0] - d->win.lo[0], sy = d->win.hi[1] - d->win.lo[1];
+  return &d->comp[c][(x - d->win.lo[0]) + sx * ((y - d->win.lo[1]) + sy * (z - d->win.lo[2]))];
+}
+
+/* Allocates each subdomain's window (own box grown by `by`), owned cells set, the rest -1. */
+static void fill(const ts_decomp *dc, int by, sub_data *subs) {
+  for (int s = 0; s < dc->count; s++) {
+    subs[s].win = grow(&dc->boxes[s], by);
+    for (int c = 0; c < NCOMP; c++) {
+      subs[s].comp[c] = malloc(sizeof(double) * (size_t)ts_box_cells(&subs[s].win));
+      const ts_box *w = &subs[s].win;
+      for (int z = w->lo[2]; z < w->hi[2]; z++)
+        for (int y = w->lo[1]; y < w->hi[1]; y++)
+          for (int x = w->lo[0]; x < w->hi[0]; x++) {
+            int cell[3] = {x, y, z};
+            *at(&subs[s], c, x, y, z) =
+                ts_box_contains(&dc->boxes[s], cell) ? value(c, x, y, z) : -1;
+          }
+    }
+  }
+}
+
+static void release(sub_data *subs, int n) {
+  for (int s = 0; s < n; s++)
+    for (int c = 0; c < NCOMP; c++)
+      free(subs[s].comp[c]);
+}
+
+int main(void) {
+  int n[3] = {NX, NY, NZ};
+  ts_decomp dc;
+  CHECK(ts_decomp_create(&dc, 3, n, COUNT, TS_DECOMP_AUTO, NULL) == TS_OK, "auto split of 8");
+  CHECK(dc.parts[0] == 2 && dc.parts[1] == 2 && dc.parts[2] == 2, "auto chose %d x %d x %d",
+        dc.parts[0], dc.parts[1], dc.parts[2]);
+  int64_t total = 0;
+  for (int s = 0; s < COUNT; s++)
+    total += ts_box_cells(&dc.boxes[s]);
+  CHECK(total == NX * NY * NZ, "the boxes cover the grid: %lld cells", (long long)total);
+  ts_decomp rows;
+  CHECK(ts_decomp_create(&rows, 3, n, 4, TS_DECOMP_ROWS, NULL) == TS_OK && rows.parts[2] == 4,
+        "rows of a 3D grid split along z");
+  ts_decomp_destroy(&rows);
+  CHECK(ts_decomp_create(&rows, 3, n, 12, TS_DECOMP_COLUMNS, NULL) == TS_ERR_INPUT,
+        "12 columns of an 11-cell axis are refused: %s", ts_error_message());
+
+  /* Direction masks: component 4 crosses every face, component c < 4 only towards directions
+   * d with d % 4 == c. */
+  uint32_t mask[TS_HALO_DIRS];
+  for (int d = 0; d < TS_HALO_DIRS; d++)
+    mask[d] = (1u << (d % 4)) | (1u << 4);
+  sub_data subs[COUNT];
+  fill(&dc, 1, subs);
+  ts_halo_field fields[COUNT];
+  ts_box windows[COUNT];
+  int ranks[COUNT] = {0};
+  for (int s = 0; s < COUNT; s++) {
+    describe(&subs[s], mask, &fields[s]);
+    windows[s] = subs[s].win;
+  }
+  ts_halo_spec spec = {.nsub = COUNT,
+                       .sub_rank = ranks,
+                       .src = dc.boxes,
+                       .dst = windows,
+                       .dst_owned = dc.boxes,
+                       .nfields = 1,
+                       .layout = fields};
+  ts_halo_plan *plan;
+  CHECK(ts_halo_plan_create(&plan, ts_comm_world(), &spec) == TS_OK, "halo plan");
+  ts_halo_start(plan, fields, fields);
+  ts_halo_finish(plan, fields);
+  long wrong = 0, received = 0, kept = 0;
+  for (int s = 0; s < COUNT; s++) {
+    const ts_box *w = &subs[s].win, *own = &dc.boxes[s];
+    for (int z = w->lo[2]; z < w->hi[2]; z++)
+      for (int y = w->lo[1]; y < w->hi[1]; y++)
+        for (int x = w->lo[0]; x < w->hi[0]; x++) {
+          int cell[3] = {x, y, z}, dir[3];
+          if (ts_box_contains(own, cell))
+            continue;
+          for (int a = 0; a < 3; a++)
+            dir[a] = cell[a] < own->lo[a] ? -1 : (cell[a] >= own->hi[a] ? 1 : 0);
+          int d = ts_halo_dir(dir[0], dir[1], dir[2]);
+          for (int c = 0; c < NCOMP; c++) {
+            int crosses = mask[d] >> c & 1u;
+            double want = crosses ? value(c, x, y, z) : -1, got = *at(&subs[s], c, x, y, z);
+            wrong += got != want;
+            received += crosses;
+            kept += !crosses;
+          }
+        }
+  }
+  CHECK(wrong == 0, "halo cells: %ld values received, %ld kept (not crossing), %ld wrong", received,
+        kept, wrong);
+  int64_t remote, local;
+  ts_halo_volume(plan, &remote, &local);
+  CHECK(remote == 0 && local > 0, "one process: %lld cells copied directly", (long long)local);
+  ts_halo_plan_destroy(plan);
+
+  /* Migration: move the face between subdomains 0 and 1 (neighbours along x) by 2 cells. */
+  ts_decomp moved;
+  ts_decomp_copy(&moved, &dc);
+  CHECK(ts_decomp_move_boundary(&moved, 0, 1, 2) == TS_OK, "move the boundary of 0 and 1 by 2");
+  CHECK(ts_decomp_move_boundary(&moved, 0, 3, 1) == TS_ERR_INPUT, "0 and 3 share no face: %s",
+        ts_error_message());
+  sub_data after[COUNT];
+  fill(&moved, 0, after);
+  for (int s = 0; s < COUNT; s++)
+    for (int c = 0; c < NCOMP; c++) /* forget the values: they must come from the old owners */
+      for (int64_t e = 0; e < ts_box_cells(&after[s].win); e++)
+        after[s].comp[c][e] = -1;
+  ts_halo_field to[COUNT];
+  for (int s = 0; s < COUNT; s++)
+    describe(&after[s], NULL, &to[s]);
+  for (int s = 0; s < COUNT; s++)
+    fields[s].dir_mask = NULL;
+  ts_halo_spec migrate = {.nsub = COUNT,
+                          .sub_rank = ranks,
+                          .src = dc.boxes,
+                          .dst = moved.boxes,
+                          .include_self = 1,
+                          .nfields = 1,
+                          .layout = to};
+  CHECK(ts_halo_plan_create(&plan, ts_comm_world(), &migrate) == TS_OK, "migration plan");
+  ts_halo_start(plan, fields, to);
+  ts_halo_finish(plan, to);
+  ts_halo_plan_destroy(plan);
+  wrong = 0;
+  for (int s = 0; s < COUNT; s++) {
+    const ts_box *w = &after[s].win;
+    for (int z = w->lo[2]; z < w->hi[2]; z++)
+      for (int y = w->lo[1]; y < w->hi[1]; y++)
+        for (int x = w->lo[0]; x < w->hi[0]; x++)
+          for (int c = 0; c < NCOMP; c++)
+            wrong += *at(&after[s], c, x, y, z) != value(c, x, y, z);
+  }
+  CHECK(wrong == 0,
+        "after migration every owned value is in place (%ld wrong); subdomain 0 has "
+        "%lld cells, was %lld",
+        wrong, (long long)ts_box_cells(&moved.boxes[0]), (long long)ts_box_cells(&dc.boxes[0]));
+  release(subs, COUNT);
+  release(after, COUNT);
+  ts_decomp_destroy(&moved);
+  ts_decomp_destroy(&dc);
+  return failures != 0;
+}
