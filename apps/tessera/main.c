@@ -179,14 +179,21 @@ static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel 
 /* Runs this command again under mpirun with R processes (bench --ranks R from a plain shell). */
 static int relaunch_under_mpirun(int ranks, int argc, char **argv) {
   char **args = calloc((size_t)argc + 8, sizeof *args);
-  char np[16];
+  char np[16], self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (!args || len <= 0) {
+    free(args);
+    fprintf(stderr, "tessera: cannot find its own executable to start mpirun\n");
+    return 1;
+  }
+  self[len] = 0;
   snprintf(np, sizeof np, "%d", ranks);
   int k = 0;
   args[k++] = "mpirun";
   args[k++] = "--oversubscribe";
   args[k++] = "-np";
   args[k++] = np;
-  args[k++] = "/proc/self/exe";
+  args[k++] = self;
   for (int i = 1; i < argc; i++)
     args[k++] = argv[i];
   fflush(stdout);
@@ -255,9 +262,9 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
     return relaunch_under_mpirun((int)ranks, full_argc, full_argv);
   if (ranks && ranks != nranks)
     return usage_error("--ranks differs from the number of MPI processes", NULL);
-  /* With several subdomains: once with the exchange overlapped (the result) and once without,
-   * whose wait is the whole transfer, for the hidden fraction. */
-  int several = par.subdomains > 1 || nranks > 1;
+  /* With several ranks: once with the exchange overlapped (the result) and once without, whose
+   * wait is the whole transfer, for the hidden fraction (in-process copies hide nothing). */
+  int several = nranks > 1;
   bench_result on = {0}, off = {0};
   double bytes = 0;
   ts_status st = bench_run((int)n, precision, &par, steps, &on, &bytes);
@@ -269,8 +276,10 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
   if (st != TS_OK)
     return fail(st);
   int nsub = par.subdomains ? par.subdomains : nranks;
-  double exchange = off.pack + off.wait + off.unpack;
-  double hidden = several && exchange > 0 ? 1 - (on.pack + on.wait + on.unpack) / exchange : 0;
+  /* Hidden fraction: 1 - wait / (pack + transfer + unpack), the transfer being the wait of the
+   * run without overlap. */
+  double exchange = on.pack + off.wait + on.unpack;
+  double hidden = several && exchange > 0 ? 1 - on.wait / exchange : 0;
   if (hidden < 0)
     hidden = 0;
   if (!root)
@@ -282,8 +291,11 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
          omp_get_max_threads(), par.ghost_expansion);
   printf("%8s %10s %10s %10s %10s %10s %10s %8s %8s\n", "steps", "wall_s", "Mcells/s", "GB/s",
          "compute_s", "pack_s", "wait_s", "unpack_s", "hidden");
-  printf("%8ld %10.3f %10.2f %10.2f %10.3f %10.4f %10.4f %8.4f %8.2f\n", on.steps, on.wall,
-         on.mcells, on.mcells * 1e6 * bytes / 1e9, on.compute, on.pack, on.wait, on.unpack, hidden);
+  char hidden_text[16] = "-";
+  if (several)
+    snprintf(hidden_text, sizeof hidden_text, "%.2f", hidden);
+  printf("%8ld %10.3f %10.2f %10.2f %10.3f %10.4f %10.4f %8.4f %8s\n", on.steps, on.wall, on.mcells,
+         on.mcells * 1e6 * bytes / 1e9, on.compute, on.pack, on.wait, on.unpack, hidden_text);
   if (several)
     printf("without overlap: %.2f Mcells/s, wait %.4f s per subdomain\n", off.mcells, off.wait);
   if (json) {
@@ -315,7 +327,11 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
     ts_json_key(&j, "pack_s"), ts_json_number(&j, on.pack);
     ts_json_key(&j, "wait_s"), ts_json_number(&j, on.wait);
     ts_json_key(&j, "unpack_s"), ts_json_number(&j, on.unpack);
-    ts_json_key(&j, "hidden_fraction"), ts_json_number(&j, hidden);
+    ts_json_key(&j, "hidden_fraction");
+    if (several)
+      ts_json_number(&j, hidden);
+    else
+      ts_json_null(&j);
     ts_json_end(&j);
     ts_status st_json = ts_commit_temp(f, tmp, json);
     if (st_json != TS_OK)
