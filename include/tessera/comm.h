@@ -39,9 +39,9 @@ ts_status ts_comm_allgather(const ts_comm *c, const void *send, size_t bytes, vo
 ts_status ts_comm_gather(const ts_comm *c, const void *send, const size_t *counts, void *recv,
                          int root);
 
-/* Collective: every rank passes its own status; all return the same result. A rank whose own
- * call failed gets its status back (its message stands); the others get TS_ERR_PEER with a
- * message naming the first failing rank, which callers do not print again. */
+/* Collective: every rank passes its own status; all return together. The lowest failing rank
+ * gets its status back (its message stands); the others get TS_ERR_PEER with a message naming
+ * that rank, which callers do not print. */
 ts_status ts_comm_agree(const ts_comm *c, ts_status local);
 
 /* Exact, order-independent sum of reals: values are accumulated in 128-bit fixed point with a

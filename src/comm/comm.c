@@ -157,8 +157,8 @@ ts_status ts_comm_agree(const ts_comm *c, ts_status local) {
   if (v[0] == 0)
     return TS_OK;
   int failed = c->size - (int)v[0];
-  if (local != TS_OK)
-    return local;
+  if (failed == c->rank)
+    return local; /* the lowest failing rank reports; the others stay quiet */
   ts_error(TS_ERR_PEER, "rank %d failed and reported why", failed);
   return TS_ERR_PEER;
 }

@@ -135,6 +135,18 @@ int main(void) {
   expect("negative depth", "case.ini", 2, "depth.asc:9:", "negative depth -2 at row 3, column 4");
   write_grid("depth.asc", 8, 6, "0.5", "-9999");
   expect("NODATA depth", "case.ini", 2, "depth.asc:9:", "missing depth");
+  expect("bad decomposition", "case.ini --set parallel.decomposition=3y2", 2,
+         "--set parallel.decomposition", "PXxPY");
+  expect("impossible split",
+         "case.ini --set parallel.subdomains=9 --set parallel.decomposition=rows", 2,
+         "--set parallel.subdomains=9", "cannot be split as rows");
+  expect("tiles and count differ",
+         "case.ini --set parallel.subdomains=3 --set parallel.decomposition=2x2", 2,
+         "--set parallel.decomposition=2x2", "2 x 2 tiles");
+  expect("ghost expansion range", "case.ini --set parallel.ghost_expansion=9", 2,
+         "--set parallel.ghost_expansion", "[1, 8]");
+  expect("early exit choice", "case.ini --set parallel.early_exit=sometimes", 2,
+         "--set parallel.early_exit", "auto");
   write_grid("n.asc", 8, 6, "0.03", "-1");
   expect("negative friction grid", "case.ini --set swe.manning=n.asc", 2,
          "n.asc:9:", "negative friction");

@@ -378,6 +378,19 @@ static ts_status read_parallel(swe_case *k) {
   k->params.early_exit = early == 2 ? -1 : early;
   static const char *const onoff[] = {"off", "on", NULL};
   TS_CALL(ts_config_choice(k->cfg, "parallel", "overlap", 1, onoff, &par->overlap));
+  /* The split must be possible on this grid and give every rank a subdomain. */
+  int ranks = ts_comm_size(k->comm), count = par->subdomains ? par->subdomains : ranks;
+  const char *key =
+      ts_config_has(k->cfg, "parallel", "subdomains") ? "subdomains" : "decomposition";
+  if (count < ranks)
+    return ts_config_error(k->cfg, "parallel", key,
+                           "%d subdomains for %d MPI ranks: every rank needs at least one", count,
+                           ranks);
+  ts_decomp d;
+  int n[3] = {k->bed.ncols, k->bed.nrows, 1}, parts[3] = {par->parts[0], par->parts[1], 1};
+  if (ts_decomp_create(&d, 2, n, count, par->decomposition, parts) != TS_OK)
+    return ts_config_error(k->cfg, "parallel", key, "%s", ts_error_message());
+  ts_decomp_destroy(&d);
   return TS_OK;
 }
 
