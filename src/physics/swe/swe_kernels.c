@@ -27,32 +27,17 @@ typedef float ts_real;
 #define SWE_KERNELS swe_kernels_float
 #endif
 
-#include "physics/swe/swe_cell.h"
+#include "physics/swe/swe_stage.h"
 
 #define A(ptr) ((ts_real *)(ptr))
 
-/* Depth below which velocities are desingularised (m): a hundredth of the dry depth, so flows
- * of a millimetre keep their full speed (a dry-bed dam-break front needs that). */
-static ts_real swe_kappa(const swe_part *s) { return (ts_real)(0.01 * s->p->dry_depth); }
-
-/* Velocities and characteristic speed |u| + 2 sqrt(g h) of cell c from its state (zero when
- * dry). */
-static inline void cell_velocity(swe_part *s, int64_t c) {
-  ts_real h = A(s->w)[c] - A(s->bed)[c], kappa = swe_kappa(s);
-  ts_real u = h > 0 ? swe_velocity(A(s->hu)[c], h, kappa) : SWE_R(0);
-  ts_real v = h > 0 ? swe_velocity(A(s->hv)[c], h, kappa) : SWE_R(0);
-  A(s->u)[c] = u;
-  A(s->v)[c] = v;
-  A(s->char_speed)
-  [c] =
-      h > 0 ? SWE_SQRT(u * u + v * v) + SWE_R(2) * SWE_SQRT((ts_real)s->p->gravity * h) : SWE_R(0);
-}
-
 static void kernels_refresh_velocities(swe_part *s, swe_region r) {
+  swe_arrays a = swe_part_arrays(s);
+  swe_consts k = swe_part_consts(s);
 #pragma omp parallel for schedule(static) num_threads(s->threads)
   for (int j = r.j0; j < r.j1; j++)
     for (int i = r.i0; i < r.i1; i++)
-      cell_velocity(s, swe_index(s, i, j));
+      swe_cell_velocity(&a, &k, swe_index(s, i, j));
 }
 
 /* ---------------------------------------------------------------- initialisation */
@@ -138,32 +123,11 @@ static void kernels_set_surface(swe_part *s, const ts_raster *eta) {
 
 /* ---------------------------------------------------------------- boundary conditions */
 
-/* Ghost cell (gi, gj) copies interior cell (ii, ij): depth, discharges (normal one optionally
- * replaced), surface over its own bed; a fixed level replaces the surface. */
-static void fill_ghost(swe_part *s, const ts_swe_bc *bc, int64_t g, int64_t in, int normal_is_x,
-                       double q_unit) {
-  ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
-  ts_real h = swe_max(SWE_R(0), w[in] - bed[in]);
-  hu[g] = hu[in];
-  hv[g] = hv[in];
-  w[g] = bed[g] + h;
-  if (bc->type == TS_BC_LEVEL) {
-    w[g] = swe_max((ts_real)bc->level, bed[g]);
-  } else if (bc->type == TS_BC_INFLOW) {
-    /* The inflow arrives at least at critical depth, so its speed enters the time step even
-     * when it runs onto a dry bed. */
-    ts_real *qn = normal_is_x ? hu : hv;
-    ts_real q = (ts_real)q_unit, g_acc = (ts_real)s->p->gravity;
-    ts_real h_crit = SWE_CBRT(q * q / g_acc);
-    w[g] = bed[g] + swe_max(h, h_crit);
-    qn[g] = q;
-  }
-  cell_velocity(s, g);
-}
-
 /* Ghost cells of the global sides of the window (sides facing other subdomains have none). */
 static void kernels_fill_boundaries(swe_part *s, double t) {
   int nx = s->nx, ny = s->ny;
+  swe_arrays a = swe_part_arrays(s);
+  swe_consts k = swe_part_consts(s);
   for (int side = 0; side < 4; side++) {
     const ts_swe_bc *bc = &s->p->bc[side];
     if (bc->type == TS_BC_WALL || s->internal[side])
@@ -176,18 +140,19 @@ static void kernels_fill_boundaries(swe_part *s, double t) {
         q_unit = -q_unit;
     }
     int along = side < 2 ? ny : nx;
-    for (int a = 0; a < along; a++) {
+    for (int at = 0; at < along; at++) {
       for (int layer = 1; layer <= SWE_GHOST; layer++) {
         int gi, gj, ii, ij;
         switch (side) {
-        case TS_WEST: gi = -layer, gj = a, ii = 0, ij = a; break;
-        case TS_EAST: gi = nx - 1 + layer, gj = a, ii = nx - 1, ij = a; break;
-        case TS_SOUTH: gi = a, gj = -layer, ii = a, ij = 0; break;
-        default: gi = a, gj = ny - 1 + layer, ii = a, ij = ny - 1; break;
+        case TS_WEST: gi = -layer, gj = at, ii = 0, ij = at; break;
+        case TS_EAST: gi = nx - 1 + layer, gj = at, ii = nx - 1, ij = at; break;
+        case TS_SOUTH: gi = at, gj = -layer, ii = at, ij = 0; break;
+        default: gi = at, gj = ny - 1 + layer, ii = at, ij = ny - 1; break;
         }
         int64_t g = swe_index(s, gi, gj), in = swe_index(s, ii, ij);
         if (s->active[g])
-          fill_ghost(s, bc, g, in, side < 2, q_unit);
+          swe_fill_ghost(&a, &k, (int)bc->type, (ts_real)bc->level, g, in, side < 2,
+                         (ts_real)q_unit);
       }
     }
   }
@@ -195,82 +160,43 @@ static void kernels_fill_boundaries(swe_part *s, double t) {
 
 /* ---------------------------------------------------------------- fluxes */
 
-/* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y). Inactive
- * neighbours act as mirrors of the cell (reflective walls). */
-static inline void reconstruct_cell(const swe_part *s, int64_t c, int64_t step, int x_axis,
-                                    ts_real face_lo, ts_real face_hi, swe_side *lo, swe_side *hi) {
-  const ts_real *w = A(s->w), *bed = A(s->bed);
-  const ts_real *qn_a = A(x_axis ? s->hu : s->hv), *qt_a = A(x_axis ? s->hv : s->hu);
-  const ts_real *un_a = A(x_axis ? s->u : s->v), *ut_a = A(x_axis ? s->v : s->u);
-  ts_real wv[3], h[3], qn[3], qt[3], u[3], v[3];
-  int64_t cells[3] = {c - step, c, c + step};
-  for (int k = 0; k < 3; k++) {
-    int64_t n = s->active[cells[k]] ? cells[k] : c;
-    ts_real sign = n == cells[k] ? SWE_R(1) : SWE_R(-1);
-    wv[k] = w[n];
-    h[k] = swe_max(SWE_R(0), w[n] - bed[n]);
-    qn[k] = sign * qn_a[n];
-    qt[k] = qt_a[n];
-    u[k] = sign * un_a[n];
-    v[k] = ut_a[n];
-  }
-  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, (ts_real)s->p->theta, swe_kappa(s), lo,
-                  hi);
-}
-
-/* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
- * the flux and the pressure corrections; returns the wave speed. */
-static inline ts_real face_between(const swe_part *s, int act_a, int act_b, swe_side hi_a,
-                                   swe_side lo_b, ts_real flux[3], ts_real *corr_a,
-                                   ts_real *corr_b) {
-  ts_real speed = 0;
-  *corr_a = *corr_b = 0;
-  if (act_a && act_b)
-    swe_face_flux(hi_a, lo_b, (ts_real)s->p->gravity, flux, corr_a, corr_b, &speed);
-  else if (act_a)
-    swe_face_flux(hi_a, swe_mirror(hi_a), (ts_real)s->p->gravity, flux, corr_a, corr_b, &speed);
-  else if (act_b)
-    swe_face_flux(swe_mirror(lo_b), lo_b, (ts_real)s->p->gravity, flux, corr_a, corr_b, &speed);
-  else
-    flux[0] = flux[1] = flux[2] = 0;
-  return speed;
-}
-
 /* Sweeps one line of cells (a row for x, a column for y) from index -1 to n: every face from 0
  * to n gets its flux; every interior cell gets its bed source including the pressure
  * corrections of its two faces. Returns the largest wave speed of faces count_lo..count_hi. */
 static ts_real sweep_line(swe_part *s, int64_t first, int64_t step, int64_t corner_step, int n,
                           int x_axis, ts_real *f0, ts_real *f1, ts_real *f2, ts_real *src,
                           int count_lo, int count_hi) {
-  const ts_real *corner = A(s->corner);
-  ts_real g = (ts_real)s->p->gravity, amax = 0;
+  swe_arrays a = swe_part_arrays(s);
+  swe_consts k = swe_part_consts(s);
+  ts_real amax = 0;
   swe_side lo_prev, hi_prev, lo, hi;
   int64_t c = first - step;
-  ts_real face_lo = SWE_R(0.5) * (corner[c] + corner[c + corner_step]);
-  ts_real face_hi = SWE_R(0.5) * (corner[c + step] + corner[c + step + corner_step]);
-  reconstruct_cell(s, c, step, x_axis, face_lo, face_hi, &lo_prev, &hi_prev);
+  ts_real face_lo = swe_face_bed(&a, c - step, step, corner_step);
+  ts_real face_hi = swe_face_bed(&a, c, step, corner_step);
+  swe_reconstruct_cell(&a, &k, c, step, x_axis, face_lo, face_hi, &lo_prev, &hi_prev);
   int act_prev = s->active[c];
   ts_real src_prev = 0;
   lo = lo_prev;
   hi = hi_prev;
-  for (int k = 0; k <= n; k++) {
-    c = first + k * step;
+  for (int i = 0; i <= n; i++) {
+    c = first + i * step;
     face_lo = face_hi;
-    face_hi = SWE_R(0.5) * (corner[c + step] + corner[c + step + corner_step]);
+    face_hi = swe_face_bed(&a, c, step, corner_step);
     int act = s->active[c];
     if (act)
-      reconstruct_cell(s, c, step, x_axis, face_lo, face_hi, &lo, &hi);
+      swe_reconstruct_cell(&a, &k, c, step, x_axis, face_lo, face_hi, &lo, &hi);
     ts_real flux[3], corr_lo_side, corr_hi_side;
-    ts_real speed = face_between(s, act_prev, act, hi_prev, lo, flux, &corr_lo_side, &corr_hi_side);
-    if (k >= count_lo && k <= count_hi)
+    ts_real speed =
+        swe_face_between(&k, act_prev, act, hi_prev, lo, flux, &corr_lo_side, &corr_hi_side);
+    if (i >= count_lo && i <= count_hi)
       amax = swe_max(amax, speed);
     f0[c] = flux[0];
     f1[c] = flux[1];
     f2[c] = flux[2];
-    if (k > 0)
+    if (i > 0)
       src[c - step] = src_prev - corr_lo_side;
     if (act)
-      src_prev = corr_hi_side + swe_bed_source(lo, hi, g);
+      src_prev = corr_hi_side + swe_bed_source(lo, hi, k.g);
     else
       src_prev = 0;
     lo_prev = lo;
@@ -348,140 +274,38 @@ static void kernels_impose_inflow(swe_part *s, double t) {
   }
 }
 
-/* Outflow limiter: the fraction of its outgoing fluxes a cell can deliver in dt without its
- * depth going negative (the "draining time step" of Bollermann et al.). Also the speed cap of
- * each cell: the largest characteristic speed |u| + 2 sqrt(g h) of the cell and its four
- * neighbours. No flow accelerates water beyond it (the Riemann invariants of a dry-bed dam break
- * reach exactly that speed at the front), but a thin cell that receives momentum from a deep
- * neighbour would, and its spurious speed would shrink the time step. */
-static void kernels_drain(swe_part *s, swe_region r, double dt_in) {
-  ts_real dt = (ts_real)dt_in;
-  const ts_real *w = A(s->w), *bed = A(s->bed), *fx = A(s->fx[0]), *fy = A(s->fy[0]);
-  const ts_real *cs = A(s->char_speed);
-  ts_real *drain = A(s->drain), *cap = A(s->speed_cap);
-  ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
+/* Outflow limiter and speed cap of every cell of r in active tiles (swe_drain_cell). */
+static void kernels_drain(swe_part *s, swe_region r, double dt) {
+  swe_arrays a = swe_part_arrays(s);
+  swe_consts k = swe_part_consts(s);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(s->threads)
   for (int t = 0; t < s->ntile_list; t++) {
     int i0, i1, j0, j1;
     if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++) {
-      for (int i = i0; i < i1; i++) {
-        int64_t c = swe_index(s, i, j);
-        ts_real out_x = swe_max(SWE_R(0), fx[c + 1]) + swe_max(SWE_R(0), -fx[c]);
-        ts_real out_y = swe_max(SWE_R(0), fy[c + s->row]) + swe_max(SWE_R(0), -fy[c]);
-        ts_real out = dt * (out_x * rdx + out_y * rdy);
-        ts_real h = swe_max(SWE_R(0), w[c] - bed[c]);
-        drain[c] = out > h ? h / out : SWE_R(1);
-        ts_real around =
-            swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - s->row], cs[c + s->row]));
-        cap[c] = swe_max(cs[c], around);
-      }
-    }
+    for (int j = j0; j < j1; j++)
+      for (int i = i0; i < i1; i++)
+        swe_drain_cell(&a, &k, swe_index(s, i, j), (ts_real)dt);
   }
 }
 
-/* Limiter that applies to a face: that of the cell the water leaves. */
-static inline ts_real face_limit(const ts_real *drain, ts_real mass_flux, int64_t lo, int64_t hi) {
-  return mass_flux > 0 ? drain[lo] : (mass_flux < 0 ? drain[hi] : SWE_R(1));
-}
-
-/* Euler update of the cells of the active tiles with the stored fluxes, then friction. stage 0
- * of RK2 saves the state at the start of the step; stage 1 averages with it (SSP-RK2). Returns
- * nonzero if a non-finite value appeared. */
-static int kernels_update(swe_part *s, swe_region r, double dt_in, int stage) {
-  ts_real dt = (ts_real)dt_in;
-  ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv);
-  ts_real *w0 = A(s->w0), *hu0 = A(s->hu0), *hv0 = A(s->hv0);
-  const ts_real *bed = A(s->bed);
-  const ts_real *fx0 = A(s->fx[0]), *fx1 = A(s->fx[1]), *fx2 = A(s->fx[2]);
-  const ts_real *fy0 = A(s->fy[0]), *fy1 = A(s->fy[1]), *fy2 = A(s->fy[2]);
-  const ts_real *sx = A(s->src_x), *sy = A(s->src_y), *drain = A(s->drain);
-  const ts_real *cap = A(s->speed_cap);
-  const ts_real *fric = s->friction ? A(s->friction) : NULL;
-  ts_real fric_const = (ts_real)s->p->friction_value, g = (ts_real)s->p->gravity;
-  ts_real kappa = swe_kappa(s);
-  ts_real rdx = (ts_real)(1.0 / s->grid.dx[0]), rdy = (ts_real)(1.0 / s->grid.dx[1]);
-  int kind = (int)s->p->friction, save = stage == 0 && s->p->rk_order == 2, average = stage == 1;
-  int last = stage + 1 == s->p->rk_order;
-  ts_real *carry = A(s->w_carry);
-  int64_t row = s->row;
+/* Euler stage on the active cells of r in active tiles (swe_update_cell). Returns nonzero if a
+ * non-finite value appeared. */
+static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
+  swe_arrays a = swe_part_arrays(s);
+  swe_consts k = swe_part_consts(s);
   int bad = 0;
 #pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(s->threads)
   for (int t = 0; t < s->ntile_list; t++) {
     int i0, i1, j0, j1;
     if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++) {
+    for (int j = j0; j < j1; j++)
       for (int i = i0; i < i1; i++) {
         int64_t c = swe_index(s, i, j);
-        if (!s->active[c])
-          continue;
-        if (save) {
-          w0[c] = w[c];
-          hu0[c] = hu[c];
-          hv0[c] = hv[c];
-        }
-        ts_real le = face_limit(drain, fx0[c + 1], c, c + 1);
-        ts_real lw = face_limit(drain, fx0[c], c - 1, c);
-        ts_real ln = face_limit(drain, fy0[c + row], c, c + row);
-        ts_real ls = face_limit(drain, fy0[c], c - row, c);
-        ts_real rx_w = -(le * fx0[c + 1] - lw * fx0[c]) * rdx;
-        ts_real ry_w = -(ln * fy0[c + row] - ls * fy0[c]) * rdy;
-        ts_real rx_hu = (sx[c] - (le * fx1[c + 1] - lw * fx1[c])) * rdx;
-        ts_real ry_hu = -(ln * fy2[c + row] - ls * fy2[c]) * rdy;
-        ts_real rx_hv = -(le * fx2[c + 1] - lw * fx2[c]) * rdx;
-        ts_real ry_hv = (sy[c] - (ln * fy1[c + row] - ls * fy1[c])) * rdy;
-        ts_real dw = dt * (rx_w + ry_w);
-        ts_real wn = w[c] + dw;
-        ts_real qx = hu[c] + dt * (rx_hu + ry_hu);
-        ts_real qy = hv[c] + dt * (rx_hv + ry_hv);
-        bad |= !isfinite(wn) || !isfinite(qx) || !isfinite(qy);
-        ts_real h = wn - bed[c];
-        if (!(h > 0)) {
-          wn = bed[c];
-          dw = bed[c] - w[c];
-          h = 0;
-          qx = qy = 0;
-        } else {
-          ts_real u = swe_velocity(qx, h, kappa), v = swe_velocity(qy, h, kappa);
-          ts_real speed = SWE_SQRT(u * u + v * v);
-          if (speed > cap[c]) {
-            ts_real scale = cap[c] / speed;
-            u *= scale;
-            v *= scale;
-            speed = cap[c];
-          }
-          ts_real f = swe_friction_factor(kind, fric ? fric[c] : fric_const, h, speed, g, dt);
-          qx = h * u * f;
-          qy = h * v * f;
-        }
-        if (average) {
-          qx = SWE_R(0.5) * (hu0[c] + qx);
-          qy = SWE_R(0.5) * (hv0[c] + qy);
-        }
-        if (last) {
-          /* The step's surface change is added to the start value with compensated (Kahan)
-           * summation: in float the change of a slowly draining reservoir is a fraction of an
-           * ulp of its surface, and plain rounding would drop it in every cell alike. */
-          ts_real base = average ? w0[c] : w[c];
-          ts_real change = average ? SWE_R(0.5) * ((w[c] - w0[c]) + dw) : dw;
-          ts_real y = change + carry[c];
-          wn = base + y;
-          carry[c] = y - (wn - base);
-          if (!(wn > bed[c])) {
-            wn = bed[c];
-            carry[c] = 0;
-            qx = qy = 0;
-          }
-        }
-        bad |= !isfinite(qx) || !isfinite(qy);
-        w[c] = wn;
-        hu[c] = qx;
-        hv[c] = qy;
-        cell_velocity(s, c);
+        if (s->active[c])
+          bad |= swe_update_cell(&a, &k, c, (ts_real)dt, stage);
       }
-    }
   }
   return bad;
 }

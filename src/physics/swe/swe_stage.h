@@ -1,0 +1,239 @@
+/* Stage-level numerics of the shallow-water scheme on the arrays of one part: a cell's
+ * velocities, its reconstruction along an axis (inactive neighbours mirror it), a face between
+ * two cells, a boundary ghost cell, a cell's outflow limiter and speed cap, and a cell's update
+ * with friction and compensated summation. Written once, as TS_HD functions, for the CPU loops
+ * (swe_kernels.c) and the CUDA kernels (swe_kernels.cu). The includer defines ts_real,
+ * SWE_SQRT and SWE_CBRT. */
+#ifndef TESSERA_SWE_STAGE_H
+#define TESSERA_SWE_STAGE_H
+
+#include <stdint.h>
+
+#include "physics/swe/swe_cell.h"
+#include "physics/swe/swe_internal.h"
+
+/* The per-cell arrays of a part (host or device memory), in its padded layout. */
+typedef struct swe_arrays {
+  ts_real *w, *hu, *hv, *w_carry, *w0, *hu0, *hv0, *u, *v, *char_speed, *speed_cap, *drain;
+  const ts_real *corner, *bed, *friction; /* friction: NULL when uniform */
+  ts_real *fx[3], *fy[3], *src_x, *src_y;
+  const unsigned char *active;
+  int64_t row;
+} swe_arrays;
+
+/* Constants of a stage in the working precision. */
+typedef struct swe_consts {
+  ts_real g, theta, kappa, rdx, rdy, friction_value;
+  int friction_kind, rk_order;
+} swe_consts;
+
+/* The arrays and constants of a part (host code). */
+static inline swe_arrays swe_part_arrays(const swe_part *s) {
+  swe_arrays a = {(ts_real *)s->w,        (ts_real *)s->hu,        (ts_real *)s->hv,
+                  (ts_real *)s->w_carry,  (ts_real *)s->w0,        (ts_real *)s->hu0,
+                  (ts_real *)s->hv0,      (ts_real *)s->u,         (ts_real *)s->v,
+                  (ts_real *)s->char_speed, (ts_real *)s->speed_cap, (ts_real *)s->drain,
+                  (const ts_real *)s->corner, (const ts_real *)s->bed,
+                  (const ts_real *)s->friction,
+                  {(ts_real *)s->fx[0], (ts_real *)s->fx[1], (ts_real *)s->fx[2]},
+                  {(ts_real *)s->fy[0], (ts_real *)s->fy[1], (ts_real *)s->fy[2]},
+                  (ts_real *)s->src_x, (ts_real *)s->src_y, s->active, s->row};
+  return a;
+}
+
+static inline swe_consts swe_part_consts(const swe_part *s) {
+  swe_consts k = {(ts_real)s->p->gravity,
+                  (ts_real)s->p->theta,
+                  (ts_real)(0.01 * s->p->dry_depth),
+                  (ts_real)(1.0 / s->grid.dx[0]),
+                  (ts_real)(1.0 / s->grid.dx[1]),
+                  (ts_real)s->p->friction_value,
+                  (int)s->p->friction,
+                  s->p->rk_order};
+  return k;
+}
+
+/* Velocities and characteristic speed |u| + 2 sqrt(g h) of cell c from its state (zero when
+ * dry). */
+TS_HD static inline void swe_cell_velocity(const swe_arrays *a, const swe_consts *k, int64_t c) {
+  ts_real h = a->w[c] - a->bed[c];
+  ts_real u = h > 0 ? swe_velocity(a->hu[c], h, k->kappa) : SWE_R(0);
+  ts_real v = h > 0 ? swe_velocity(a->hv[c], h, k->kappa) : SWE_R(0);
+  a->u[c] = u;
+  a->v[c] = v;
+  a->char_speed[c] = h > 0 ? SWE_SQRT(u * u + v * v) + SWE_R(2) * SWE_SQRT(k->g * h) : SWE_R(0);
+}
+
+/* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y), whose faces
+ * have the beds face_lo and face_hi. Inactive neighbours act as mirrors of the cell (walls). */
+TS_HD static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_consts *k, int64_t c,
+                                              int64_t step, int x_axis, ts_real face_lo,
+                                              ts_real face_hi, swe_side *lo, swe_side *hi) {
+  const ts_real *qn_a = x_axis ? a->hu : a->hv, *qt_a = x_axis ? a->hv : a->hu;
+  const ts_real *un_a = x_axis ? a->u : a->v, *ut_a = x_axis ? a->v : a->u;
+  ts_real wv[3], h[3], qn[3], qt[3], u[3], v[3];
+  for (int n3 = 0; n3 < 3; n3++) {
+    int64_t cell = c + (n3 - 1) * step;
+    int64_t n = a->active[cell] ? cell : c;
+    ts_real sign = n == cell ? SWE_R(1) : SWE_R(-1);
+    wv[n3] = a->w[n];
+    h[n3] = swe_max(SWE_R(0), a->w[n] - a->bed[n]);
+    qn[n3] = sign * qn_a[n];
+    qt[n3] = qt_a[n];
+    u[n3] = sign * un_a[n];
+    v[n3] = ut_a[n];
+  }
+  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, k->theta, k->kappa, lo, hi);
+}
+
+/* Bed of the face between cell c and c + step: the mean of its two corners. */
+TS_HD static inline ts_real swe_face_bed(const swe_arrays *a, int64_t c, int64_t step,
+                                         int64_t corner_step) {
+  return SWE_R(0.5) * (a->corner[c + step] + a->corner[c + step + corner_step]);
+}
+
+/* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
+ * the flux and the pressure corrections; returns the wave speed. */
+TS_HD static inline ts_real swe_face_between(const swe_consts *k, int act_a, int act_b,
+                                             swe_side hi_a, swe_side lo_b, ts_real flux[3],
+                                             ts_real *corr_a, ts_real *corr_b) {
+  ts_real speed = 0;
+  *corr_a = *corr_b = 0;
+  if (act_a && act_b)
+    swe_face_flux(hi_a, lo_b, k->g, flux, corr_a, corr_b, &speed);
+  else if (act_a)
+    swe_face_flux(hi_a, swe_mirror(hi_a), k->g, flux, corr_a, corr_b, &speed);
+  else if (act_b)
+    swe_face_flux(swe_mirror(lo_b), lo_b, k->g, flux, corr_a, corr_b, &speed);
+  else
+    flux[0] = flux[1] = flux[2] = 0;
+  return speed;
+}
+
+/* Ghost cell g of an open side copies interior cell `in`: depth, discharges, surface over its
+ * own bed. A level side fixes the surface; an inflow side sets the normal discharge q_unit and at
+ * least critical depth, so the inflow's speed enters the time step even on a dry bed. */
+TS_HD static inline void swe_fill_ghost(const swe_arrays *a, const swe_consts *k, int type,
+                                        ts_real level, int64_t g, int64_t in, int normal_is_x,
+                                        ts_real q_unit) {
+  ts_real h = swe_max(SWE_R(0), a->w[in] - a->bed[in]);
+  a->hu[g] = a->hu[in];
+  a->hv[g] = a->hv[in];
+  a->w[g] = a->bed[g] + h;
+  if (type == 2 /* TS_BC_LEVEL */) {
+    a->w[g] = swe_max(level, a->bed[g]);
+  } else if (type == 3 /* TS_BC_INFLOW */) {
+    ts_real h_crit = SWE_CBRT(q_unit * q_unit / k->g);
+    a->w[g] = a->bed[g] + swe_max(h, h_crit);
+    (normal_is_x ? a->hu : a->hv)[g] = q_unit;
+  }
+  swe_cell_velocity(a, k, g);
+}
+
+/* Outflow limiter of cell c: the fraction of its outgoing fluxes it can deliver in dt without
+ * its depth going negative (the "draining time step" of Bollermann et al.). Also its speed cap:
+ * the largest characteristic speed of the cell and its four neighbours. No flow accelerates water
+ * beyond it (the Riemann invariants of a dry-bed dam break reach exactly that speed at the
+ * front), but a thin cell that receives momentum from a deep neighbour would, and its spurious
+ * speed would shrink the time step. */
+TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k, int64_t c,
+                                        ts_real dt) {
+  const ts_real *fx = a->fx[0], *fy = a->fy[0], *cs = a->char_speed;
+  ts_real out_x = swe_max(SWE_R(0), fx[c + 1]) + swe_max(SWE_R(0), -fx[c]);
+  ts_real out_y = swe_max(SWE_R(0), fy[c + a->row]) + swe_max(SWE_R(0), -fy[c]);
+  ts_real out = dt * (out_x * k->rdx + out_y * k->rdy);
+  ts_real h = swe_max(SWE_R(0), a->w[c] - a->bed[c]);
+  a->drain[c] = out > h ? h / out : SWE_R(1);
+  ts_real around =
+      swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - a->row], cs[c + a->row]));
+  a->speed_cap[c] = swe_max(cs[c], around);
+}
+
+/* Limiter that applies to a face: that of the cell the water leaves. */
+TS_HD static inline ts_real swe_face_limit(const ts_real *drain, ts_real mass_flux, int64_t lo,
+                                           int64_t hi) {
+  return mass_flux > 0 ? drain[lo] : (mass_flux < 0 ? drain[hi] : SWE_R(1));
+}
+
+TS_HD static inline int swe_finite(ts_real x) { return x - x == 0; }
+
+/* Euler update of active cell c with the stored fluxes, then friction. Stage 0 of RK2 saves the
+ * state at the start of the step; stage 1 averages with it (SSP-RK2). The x and y parts are
+ * formed separately and added last (transposing the input transposes the output bit for bit).
+ * Returns nonzero if a non-finite value appeared. */
+TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_consts *k, int64_t c,
+                                        ts_real dt, int stage) {
+  const ts_real *drain = a->drain, *cap = a->speed_cap;
+  const ts_real *fx0 = a->fx[0], *fx1 = a->fx[1], *fx2 = a->fx[2];
+  const ts_real *fy0 = a->fy[0], *fy1 = a->fy[1], *fy2 = a->fy[2];
+  int64_t row = a->row;
+  int save = stage == 0 && k->rk_order == 2, average = stage == 1;
+  int last = stage + 1 == k->rk_order, bad = 0;
+  if (save) {
+    a->w0[c] = a->w[c];
+    a->hu0[c] = a->hu[c];
+    a->hv0[c] = a->hv[c];
+  }
+  ts_real le = swe_face_limit(drain, fx0[c + 1], c, c + 1);
+  ts_real lw = swe_face_limit(drain, fx0[c], c - 1, c);
+  ts_real ln = swe_face_limit(drain, fy0[c + row], c, c + row);
+  ts_real ls = swe_face_limit(drain, fy0[c], c - row, c);
+  ts_real rx_w = -(le * fx0[c + 1] - lw * fx0[c]) * k->rdx;
+  ts_real ry_w = -(ln * fy0[c + row] - ls * fy0[c]) * k->rdy;
+  ts_real rx_hu = (a->src_x[c] - (le * fx1[c + 1] - lw * fx1[c])) * k->rdx;
+  ts_real ry_hu = -(ln * fy2[c + row] - ls * fy2[c]) * k->rdy;
+  ts_real rx_hv = -(le * fx2[c + 1] - lw * fx2[c]) * k->rdx;
+  ts_real ry_hv = (a->src_y[c] - (ln * fy1[c + row] - ls * fy1[c])) * k->rdy;
+  ts_real dw = dt * (rx_w + ry_w);
+  ts_real wn = a->w[c] + dw;
+  ts_real qx = a->hu[c] + dt * (rx_hu + ry_hu);
+  ts_real qy = a->hv[c] + dt * (rx_hv + ry_hv);
+  bad |= !swe_finite(wn) || !swe_finite(qx) || !swe_finite(qy);
+  ts_real bed = a->bed[c], h = wn - bed;
+  if (!(h > 0)) {
+    wn = bed;
+    dw = bed - a->w[c];
+    h = 0;
+    qx = qy = 0;
+  } else {
+    ts_real u = swe_velocity(qx, h, k->kappa), v = swe_velocity(qy, h, k->kappa);
+    ts_real speed = SWE_SQRT(u * u + v * v);
+    if (speed > cap[c]) {
+      ts_real scale = cap[c] / speed;
+      u *= scale;
+      v *= scale;
+      speed = cap[c];
+    }
+    ts_real f = swe_friction_factor(k->friction_kind, a->friction ? a->friction[c] : k->friction_value,
+                                    h, speed, k->g, dt);
+    qx = h * u * f;
+    qy = h * v * f;
+  }
+  if (average) {
+    qx = SWE_R(0.5) * (a->hu0[c] + qx);
+    qy = SWE_R(0.5) * (a->hv0[c] + qy);
+  }
+  if (last) {
+    /* The step's surface change is added to the start value with compensated (Kahan)
+     * summation: in float the change of a slowly draining reservoir is a fraction of an ulp of
+     * its surface, and plain rounding would drop it in every cell alike. */
+    ts_real base = average ? a->w0[c] : a->w[c];
+    ts_real change = average ? SWE_R(0.5) * ((a->w[c] - a->w0[c]) + dw) : dw;
+    ts_real y = change + a->w_carry[c];
+    wn = base + y;
+    a->w_carry[c] = y - (wn - base);
+    if (!(wn > bed)) {
+      wn = bed;
+      a->w_carry[c] = 0;
+      qx = qy = 0;
+    }
+  }
+  bad |= !swe_finite(qx) || !swe_finite(qy);
+  a->w[c] = wn;
+  a->hu[c] = qx;
+  a->hv[c] = qy;
+  swe_cell_velocity(a, k, c);
+  return bad;
+}
+
+#endif
