@@ -13,6 +13,7 @@
 
 #include "physics/swe/swe_case.h"
 #include "tessera/comm.h"
+#include "tessera/gpu.h"
 #include "tessera/io.h"
 #include "tessera/swe.h"
 
@@ -22,7 +23,7 @@ static const char usage[] =
     "       tessera bench swe [--size N] [--precision float|double] [--steps S] [--json FILE]\n"
     "                         [--subdomains S] [--ranks R] [--decomposition "
     "auto|rows|columns|tiles]\n"
-    "                         [--ghost-expansion K]\n"
+    "                         [--ghost-expansion K] [--backend cpu|cuda]\n"
     "       tessera info\n"
     "       tessera --help | --version\n"
     "\n"
@@ -246,6 +247,10 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
       if (found < 0)
         return usage_error("--decomposition must be auto, rows, columns or tiles", v);
       par.decomposition = (ts_decomp_kind)found;
+    } else if (strcmp(a, "--backend") == 0) {
+      if (strcmp(v, "cpu") && strcmp(v, "cuda"))
+        return usage_error("--backend must be cpu or cuda", v);
+      par.backend = strcmp(v, "cuda") == 0 ? TS_BACKEND_CUDA : TS_BACKEND_CPU;
     } else if (strcmp(a, "--precision") == 0) {
       if (strcmp(v, "float") && strcmp(v, "double"))
         return usage_error("--precision must be float or double", v);
@@ -276,6 +281,8 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
   if (st != TS_OK)
     return fail(st);
   int nsub = par.subdomains ? par.subdomains : nranks;
+  /* The roofline: the device's measured copy bandwidth (1 GiB copied; bytes read + written). */
+  double copy_gbs = par.backend == TS_BACKEND_CUDA ? ts_gpu_copy_bandwidth(0, 1073741824.0) : 0;
   /* Hidden fraction: 1 - wait / (pack + transfer + unpack), the transfer being the wait of the
    * run without overlap. */
   double exchange = on.pack + off.wait + on.unpack;
@@ -286,9 +293,10 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
     return 0;
   double cells = (double)n * n;
   printf("tessera bench swe: %ld x %ld cells, %s, RK2, %d subdomains (%s), %d ranks x %d "
-         "threads, ghost expansion %d\n",
+         "threads, ghost expansion %d, backend %s\n",
          n, n, ts_precision_name(precision), nsub, ts_decomp_kind_name(par.decomposition), nranks,
-         omp_get_max_threads(), par.ghost_expansion);
+         omp_get_max_threads(), par.ghost_expansion,
+         par.backend == TS_BACKEND_CUDA ? "cuda" : "cpu");
   printf("%8s %10s %10s %10s %10s %10s %10s %8s %8s\n", "steps", "wall_s", "Mcells/s", "GB/s",
          "compute_s", "pack_s", "wait_s", "unpack_s", "hidden");
   char hidden_text[16] = "-";
@@ -298,6 +306,14 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
          on.mcells * 1e6 * bytes / 1e9, on.compute, on.pack, on.wait, on.unpack, hidden_text);
   if (several)
     printf("without overlap: %.2f Mcells/s, wait %.4f s per subdomain\n", off.mcells, off.wait);
+  if (copy_gbs > 0) {
+    ts_gpu_info g;
+    ts_gpu_info_of(0, &g);
+    printf("GPU 0: %s; copy bandwidth %.0f GB/s; %.2f Gcells/s x %.0f B = %.0f GB/s = %.1f %% "
+           "of it\n",
+           g.name, copy_gbs, on.mcells / 1e3, bytes, on.mcells * 1e6 * bytes / 1e9,
+           100 * on.mcells * 1e6 * bytes / 1e9 / copy_gbs);
+  }
   if (json) {
     char tmp[4200];
     FILE *f = ts_open_temp(json, tmp, sizeof tmp);
@@ -308,7 +324,9 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
     ts_json j;
     ts_json_begin(&j, f);
     ts_json_key(&j, "model"), ts_json_string(&j, "swe");
-    ts_json_key(&j, "backend"), ts_json_string(&j, "cpu");
+    ts_json_key(&j, "backend");
+    ts_json_string(&j, par.backend == TS_BACKEND_CUDA ? "cuda" : "cpu");
+    ts_json_key(&j, "copy_gb_per_s"), ts_json_number(&j, copy_gbs);
     ts_json_key(&j, "version"), ts_json_string(&j, TESSERA_VERSION);
     ts_json_key(&j, "size"), ts_json_int(&j, n);
     ts_json_key(&j, "cells"), ts_json_number(&j, cells);
@@ -343,14 +361,30 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
 static int cmd_info(void) {
   printf("tessera %s\n", TESSERA_VERSION);
   printf("models:      swe (shallow water, Kurganov-Petrova)\n");
-  printf("backends:    cpu (OpenMP, %d threads available)\n", omp_get_max_threads());
+  printf("backends:    cpu (OpenMP, %d threads available)%s\n", omp_get_max_threads(),
+         TESSERA_HAVE_CUDA ? ", cuda" : "");
   printf("precisions:  float, double\n");
   printf("formats:     asc, asc.gz (in), netcdf (NetCDF-C %.20s), vtk, png (libpng %s)\n",
          nc_inq_libvers(), png_get_libpng_ver(NULL));
   printf("MPI:         %s (%d ranks in this run)\n",
          ts_comm_built_with_mpi() ? ts_comm_library() : "not built in",
          ts_comm_size(ts_comm_world()));
-  printf("CUDA:        none (CPU build)\n");
+  int gpus = ts_gpu_count();
+  printf("CUDA:        %s, %d GPU%s\n", ts_gpu_runtime(), gpus, gpus == 1 ? "" : "s");
+  for (int d = 0; d < gpus; d++) {
+    ts_gpu_info g;
+    if (ts_gpu_info_of(d, &g) != TS_OK)
+      continue;
+    printf("  GPU %d:     %s, %.1f GiB, compute capability %d.%d, %d multiprocessors; peer "
+           "access to:",
+           d, g.name, g.memory_gib, g.major, g.minor, g.multiprocessors);
+    int any = 0;
+    for (int e = 0; e < gpus; e++)
+      if (e != d && ts_gpu_peer_access(d, e))
+        printf(" %d", e), any = 1;
+    printf("%s\n", any ? "" : " none");
+  }
+  printf("NCCL:        not used yet (multi-GPU halos go through the host)\n");
   return 0;
 }
 

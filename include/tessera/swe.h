@@ -41,8 +41,15 @@ typedef enum ts_friction {
   TS_FRICTION_CHEZY
 } ts_friction;
 
-/* How the grid is split and the halo exchanged. */
+typedef enum ts_backend { TS_BACKEND_CPU = 0, TS_BACKEND_CUDA, TS_BACKEND_AUTO } ts_backend;
+
+#define TS_MAX_DEVICES 64
+
+/* How the grid is split and the halo exchanged, and where it runs. */
 typedef struct ts_swe_parallel {
+  ts_backend backend;           /* cpu (default), cuda, or auto (cuda when a GPU is there) */
+  int ndevices;                 /* GPUs to use (0: all of this process's node) */
+  int devices[TS_MAX_DEVICES];  /* their indices; subdomains of a rank go round-robin */
   int subdomains;               /* over all ranks; 0: one per rank */
   ts_decomp_kind decomposition; /* default auto: the fewest cut faces */
   int parts[2];                 /* px, py for tiles (0: chosen) */
@@ -134,6 +141,7 @@ const ts_decomp *ts_swe_decomp(const ts_swe *s);
 int ts_swe_ranks(const ts_swe *s);
 int ts_swe_ghost_expansion(const ts_swe *s); /* steps between exchanges in use */
 int ts_swe_early_exit(const ts_swe *s);      /* 1 when dry tiles are skipped */
+ts_backend ts_swe_backend(const ts_swe *s);  /* the backend in use (auto resolved) */
 
 /* Collective. Moves the boundary between neighbouring subdomains a and b by delta cells
  * (delta > 0: a grows); only the cells that change owner move. Results do not change. */

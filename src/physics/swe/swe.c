@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "physics/swe/swe_internal.h"
+#include "tessera/gpu.h"
 
 void ts_swe_params_default(ts_swe_params *p) {
   memset(p, 0, sizeof *p);
@@ -24,6 +25,13 @@ void ts_swe_params_default(ts_swe_params *p) {
     p->bc[side].type = TS_BC_WALL;
   p->parallel.ghost_expansion = 1;
   p->parallel.overlap = 1;
+  /* TESSERA_BACKEND=cpu|cuda|auto changes the default backend (like OMP_NUM_THREADS, for runs
+   * and tests that do not choose one). */
+  const char *backend = getenv("TESSERA_BACKEND");
+  if (backend && strcmp(backend, "cuda") == 0)
+    p->parallel.backend = TS_BACKEND_CUDA;
+  else if (backend && strcmp(backend, "auto") == 0)
+    p->parallel.backend = TS_BACKEND_AUTO;
 }
 
 static ts_status check_params(const ts_swe_params *p) {
@@ -96,6 +104,35 @@ static void assign_threads(ts_swe *s) {
     s->parts[k]->threads = inner;
 }
 
+/* backend = auto takes the GPUs when there are any; cuda without a GPU is an error. */
+static ts_status resolve_backend(ts_swe *s) {
+  const ts_swe_parallel *par = &s->p.parallel;
+  int gpus = ts_gpu_count();
+  s->backend = par->backend == TS_BACKEND_AUTO ? (gpus > 0 ? TS_BACKEND_CUDA : TS_BACKEND_CPU)
+                                               : par->backend;
+  if (s->backend == TS_BACKEND_CUDA && !TESSERA_HAVE_CUDA)
+    return ts_error(TS_ERR_INPUT, "swe: backend cuda: this tessera was built without CUDA");
+  if (s->backend == TS_BACKEND_CUDA && gpus == 0)
+    return ts_error(TS_ERR_INPUT, "swe: backend cuda: no CUDA device found");
+  for (int d = 0; d < par->ndevices && s->backend == TS_BACKEND_CUDA; d++)
+    if (par->devices[d] < 0 || par->devices[d] >= gpus)
+      return ts_error(TS_ERR_INPUT, "swe: CUDA device %d does not exist (%d found)",
+                      par->devices[d], gpus);
+  s->gpus = gpus;
+  return TS_OK;
+}
+
+/* The device of this rank's k-th part: the listed (or all) devices in turn, ranks of a node
+ * taking consecutive ones. */
+static int device_of(const ts_swe *s, int k) {
+  const ts_swe_parallel *par = &s->p.parallel;
+  int n = par->ndevices > 0 ? par->ndevices : (s->gpus > 0 ? s->gpus : 1);
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  int rank = local ? atoi(local) : s->rank;
+  int slot = (rank * s->nparts_hint + k) % n;
+  return par->ndevices > 0 ? par->devices[slot] : slot;
+}
+
 static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
                                const swe_inputs *in) {
   s->p = *params;
@@ -135,19 +172,24 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
   s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : 1;
   s->tuning = par->ghost_expansion > 0 || count == 1 ? -1 : 0;
   s->halo_width = SWE_STAGE_REACH * (params->rk_order == 1 ? 1 : 2) * s->ghost_expansion;
+  TS_CALL(resolve_backend(s));
+  s->sub_device = calloc((size_t)count, sizeof *s->sub_device);
   s->sub_rank = malloc(sizeof(int) * (size_t)count);
   s->by_sub = calloc((size_t)count, sizeof *s->by_sub);
   s->fields = calloc((size_t)count, sizeof *s->fields);
   s->halo_times = calloc((size_t)count, sizeof *s->halo_times);
   s->parts = calloc((size_t)count, sizeof *s->parts);
-  if (!s->sub_rank || !s->by_sub || !s->fields || !s->halo_times || !s->parts)
+  if (!s->sub_rank || !s->sub_device || !s->by_sub || !s->fields || !s->halo_times || !s->parts)
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  for (int sub = 0; sub < count; sub++)
+    s->nparts_hint += ts_decomp_rank(sub, count, s->nranks) == s->rank;
   for (int sub = 0; sub < count; sub++) {
     s->sub_rank[sub] = ts_decomp_rank(sub, count, s->nranks);
     if (s->sub_rank[sub] != s->rank)
       continue;
     swe_part *part;
-    TS_CALL(swe_part_create(&part, s, sub, in));
+    s->sub_device[sub] = device_of(s, s->nparts);
+    TS_CALL(swe_part_create(&part, s, sub, s->sub_device[sub], in));
     s->parts[s->nparts++] = part;
     s->by_sub[sub] = part;
   }
@@ -195,6 +237,7 @@ void ts_swe_destroy(ts_swe *s) {
   free(s->fields);
   free(s->halo_times);
   free(s->sub_rank);
+  free(s->sub_device);
   ts_decomp_destroy(&s->decomp);
   ts_raster_free(&s->bed);
   if (s->has_friction)
@@ -206,15 +249,14 @@ void ts_swe_destroy(ts_swe *s) {
   free(s);
 }
 
-static void reset_part(swe_part *p, void *arg) {
-  const ts_raster *eta = arg;
+static void reset_part(swe_part *p, const ts_raster *eta) {
+  swe_part_to_host(p);
   p->k->set_surface(p, eta);
   for (int64_t c = 0; c < p->plane; c++) {
     p->max_h[c] = p->max_speed[c] = 0;
     p->arrival[c] = p->max_eta[c] = NAN;
   }
-  p->k->refresh_velocities(
-      p, (swe_region){-SWE_GHOST, p->nx + SWE_GHOST, -SWE_GHOST, p->ny + SWE_GHOST});
+  swe_part_changed_on_host(p);
   p->k->tile_mask(p, (swe_region){0, p->nx, 0, p->ny});
   p->t = 0;
   p->k->maxima(p);
@@ -224,7 +266,7 @@ ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
   TS_CALL(check_raster(&s->bed, eta, "initial surface"));
   TS_CALL(swe_finish_exchange(s));
   for (int k = 0; k < s->nparts; k++)
-    reset_part(s->parts[k], (void *)eta);
+    reset_part(s->parts[k], eta);
   s->cycle = 0;
   return TS_OK;
 }
@@ -290,9 +332,19 @@ int64_t ts_swe_active_cells(const ts_swe *s) { return s->active_cells; }
 const ts_decomp *ts_swe_decomp(const ts_swe *s) { return &s->decomp; }
 int ts_swe_ranks(const ts_swe *s) { return s->nranks; }
 int ts_swe_ghost_expansion(const ts_swe *s) { return s->ghost_expansion; }
-int ts_swe_early_exit(const ts_swe *s) { return s->early_exit != 0; }
+int ts_swe_early_exit(const ts_swe *s) {
+  return s->early_exit != 0 && s->backend == TS_BACKEND_CPU;
+}
+ts_backend ts_swe_backend(const ts_swe *s) { return s->backend; }
+
+/* Brings the host mirrors of GPU parts up to date before host code reads them. */
+static void parts_to_host(const ts_swe *s) {
+  for (int k = 0; k < s->nparts; k++)
+    swe_part_to_host(s->parts[k]);
+}
 
 double ts_swe_volume(const ts_swe *s) {
+  parts_to_host(s);
   ts_exact_sum sum = {0, 0};
   for (int k = 0; k < s->nparts; k++)
     s->parts[k]->k->volume(s->parts[k], &sum);
@@ -302,6 +354,7 @@ double ts_swe_volume(const ts_swe *s) {
 }
 
 int64_t ts_swe_wet_cells(const ts_swe *s) {
+  parts_to_host(s);
   int64_t n = 0;
   for (int k = 0; k < s->nparts; k++)
     n += s->parts[k]->k->wet_cells(s->parts[k]);
@@ -329,6 +382,7 @@ ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const
                        double *out) {
   if (n == 0)
     return TS_OK;
+  parts_to_host(s);
   double *mine = calloc((size_t)n * 2, sizeof *mine);
   double *all = calloc((size_t)n * 2 * (size_t)s->nranks, sizeof *all);
   ts_status st = mine && all ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
@@ -364,6 +418,7 @@ typedef void (*cell_writer)(const swe_part *p, int i, int j, const void *arg, ch
 /* Gathers the owned cells of every part, elem bytes each, into out[i + j * nx] on rank 0. */
 static ts_status gather_cells(const ts_swe *s, size_t elem, cell_writer write, const void *arg,
                               void *out) {
+  parts_to_host(s);
   if (s->nranks == 1) {
     for (int k = 0; k < s->nparts; k++) {
       const swe_part *p = s->parts[k];
@@ -434,6 +489,7 @@ void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active
   int64_t *wet = calloc((size_t)tx * ty, sizeof *wet);
   if (!wet)
     return;
+  parts_to_host(s);
   for (int k = 0; k < s->nparts; k++)
     s->parts[k]->k->tiles_wet(s->parts[k], tile, tx, wet);
   ts_comm_sum_i64(s->comm, wet, tx * ty);
@@ -583,7 +639,7 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
       a += elem * cells;
     }
     p->t = h.t;
-    p->k->refresh_velocities(p, (swe_region){0, p->nx, 0, p->ny});
+    swe_part_changed_on_host(p);
     p->k->tile_mask(p, (swe_region){0, p->nx, 0, p->ny});
   }
   s->t = h.t;

@@ -332,6 +332,27 @@ static ts_status prepare_out_dir(const char *dir) {
 static ts_status read_parallel(swe_case *k) {
   ts_swe_parallel *par = &k->params.parallel;
   const char *v;
+  static const char *const backends[] = {"cpu", "cuda", "auto", NULL};
+  int backend;
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "backend", (int)par->backend, backends, &backend));
+  par->backend = (ts_backend)backend;
+  TS_CALL(ts_config_string(k->cfg, "parallel", "devices", "all", &v));
+  if (strcmp(v, "all") != 0) {
+    const char *p = v;
+    while (*p) {
+      char *end;
+      long d = strtol(p, &end, 10);
+      if (end == p || d < 0 || d >= 4096 || par->ndevices == TS_MAX_DEVICES)
+        return ts_config_error(k->cfg, "parallel", "devices",
+                               "must be all or a comma-separated list of device numbers such "
+                               "as 0,1 (got '%s')",
+                               v);
+      par->devices[par->ndevices++] = (int)d;
+      p = end;
+      while (*p == ' ' || *p == ',')
+        p++;
+    }
+  }
   TS_CALL(ts_config_string(k->cfg, "parallel", "subdomains", "auto", &v));
   if (strcmp(v, "auto") != 0) {
     long n;
@@ -907,7 +928,8 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_
   ts_json_key(&j, "model"), ts_json_string(&j, "swe");
   ts_json_key(&j, "version"), ts_json_string(&j, TESSERA_VERSION);
   ts_json_key(&j, "case"), ts_json_string(&j, opt->case_path);
-  ts_json_key(&j, "backend"), ts_json_string(&j, "cpu");
+  ts_json_key(&j, "backend");
+  ts_json_string(&j, ts_swe_backend(s) == TS_BACKEND_CUDA ? "cuda" : "cpu");
   ts_json_key(&j, "precision"), ts_json_string(&j, ts_precision_name(k->params.precision));
   ts_json_key(&j, "threads"), ts_json_int(&j, omp_get_max_threads());
   ts_json_key(&j, "cells"), ts_json_int(&j, (long long)k->bed.ncols * k->bed.nrows);

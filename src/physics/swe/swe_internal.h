@@ -67,6 +67,8 @@ typedef struct swe_part {
   int ntile_list;
 
   double compute_s; /* seconds in the kernels */
+  int device;       /* CUDA device of a GPU part, -1 on the CPU */
+  void *gpu;        /* the GPU backend's state (device arrays, stream), NULL on the CPU */
 } swe_part;
 
 /* The global rasters a part is built from (read only). */
@@ -97,10 +99,25 @@ struct swe_kernels {
   /* Marks global tiles of `tile` cells holding water in owned cells: wet[tx + ty * ntx]. */
   void (*tiles_wet)(const swe_part *s, int tile, int ntx, int64_t *wet);
   double (*round)(double x); /* x in the working precision */
+  /* GPU backends (NULL on the CPU): the host arrays of a part mirror the device's; to_host
+   * copies the state, velocities and maxima down before host code reads them, to_device copies
+   * state and maxima up after host code wrote them; take_bad returns and clears the non-finite
+   * flag of the updates; release frees the device side. */
+  void (*to_host)(swe_part *s);
+  void (*to_device)(swe_part *s);
+  int (*take_bad)(swe_part *s);
+  void (*release)(swe_part *s);
 };
 
 extern const swe_kernels swe_kernels_float;
 extern const swe_kernels swe_kernels_double;
+#if TESSERA_HAVE_CUDA
+extern const swe_kernels swe_kernels_cuda_float;
+extern const swe_kernels swe_kernels_cuda_double;
+/* Creates the device side of a part on `device` from its host arrays (static data and state). */
+ts_status swe_cuda_attach_float(swe_part *s, int device);
+ts_status swe_cuda_attach_double(swe_part *s, int device);
+#endif
 
 static inline int64_t swe_index(const swe_part *s, int i, int j) {
   return s->origin + i + j * s->row;
@@ -119,6 +136,7 @@ struct ts_swe {
   int rank, nranks;
   ts_decomp decomp;
   int *sub_rank;             /* rank of each subdomain */
+  int *sub_device;           /* CUDA device of each subdomain of this rank (cuda backend) */
   int nparts;                /* this rank's subdomains */
   swe_part **parts;          /* indexed 0 .. nparts */
   swe_part **by_sub;         /* indexed by subdomain, NULL for other ranks' */
@@ -133,6 +151,9 @@ struct ts_swe {
   int cycle;               /* stages done since the last exchange */
   int in_flight;           /* an exchange was started and not finished */
   int early_exit;          /* resolved at the first step */
+  ts_backend backend;      /* resolved at creation */
+  int gpus;                /* CUDA devices this process sees */
+  int nparts_hint;         /* this rank's subdomains, while they are created */
   int outer_threads;       /* threads over parts */
   ts_raster bed, friction; /* copies of the global inputs, to build parts when boundaries move */
   int has_friction;
@@ -144,8 +165,15 @@ struct ts_swe {
 };
 
 /* swe_part.c: building, destroying and describing parts. */
-ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, const swe_inputs *in);
+/* device: the CUDA device of the part when the solver's backend is cuda (ignored otherwise). */
+ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
+                          const swe_inputs *in);
 void swe_part_destroy(swe_part *part);
+/* A GPU part's host mirror: bring it up to date before host code reads it, and hand it back
+ * (with velocities recomputed) after host code wrote the state or maxima. No-ops' equivalents on
+ * the CPU (the second recomputes the velocities). */
+void swe_part_to_host(swe_part *part);
+void swe_part_changed_on_host(swe_part *part);
 /* The state fields of a part for the halo engine: w, hu, hv, w_carry; with maxima also the
  * four maxima (for migration). Returns the number of fields. */
 int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out);

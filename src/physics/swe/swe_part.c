@@ -29,7 +29,8 @@ static void *alloc_array(const swe_part *part, size_t elem, int *failed) {
   return p;
 }
 
-ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, const swe_inputs *in) {
+ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
+                          const swe_inputs *in) {
   *out = NULL;
   swe_part *part = calloc(1, sizeof *part);
   if (!part)
@@ -110,6 +111,23 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, const swe_in
   part->k->refresh_velocities(
       part, (swe_region){-SWE_GHOST, part->nx + SWE_GHOST, -SWE_GHOST, part->ny + SWE_GHOST});
   part->k->tile_mask(part, (swe_region){0, part->nx, 0, part->ny});
+  part->k->maxima(part);
+  part->device = -1;
+#if TESSERA_HAVE_CUDA
+  if (s->backend == TS_BACKEND_CUDA) {
+    int double_prec = s->p.precision == TS_DOUBLE;
+    ts_status st_gpu =
+        double_prec ? swe_cuda_attach_double(part, device) : swe_cuda_attach_float(part, device);
+    if (st_gpu != TS_OK) {
+      swe_part_destroy(part);
+      return st_gpu;
+    }
+    part->k = double_prec ? &swe_kernels_cuda_double : &swe_kernels_cuda_float;
+    part->k->tile_mask(part, (swe_region){0, part->nx, 0, part->ny});
+  }
+#else
+  (void)device;
+#endif
   *out = part;
   return TS_OK;
 }
@@ -117,6 +135,8 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, const swe_in
 void swe_part_destroy(swe_part *part) {
   if (!part)
     return;
+  if (part->gpu && part->k->release)
+    part->k->release(part);
   void *arrays[] = {part->w,         part->hu,      part->hv,      part->w_carry,  part->w0,
                     part->hu0,       part->hv0,     part->u,       part->v,        part->char_speed,
                     part->speed_cap, part->corner,  part->bed,     part->friction, part->fx[0],
@@ -145,4 +165,17 @@ int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out) {
   f.comp[3] = part->max_eta;
   out[1] = f;
   return 2;
+}
+
+void swe_part_to_host(swe_part *part) {
+  if (part->k->to_host)
+    part->k->to_host(part);
+}
+
+void swe_part_changed_on_host(swe_part *part) {
+  if (part->k->to_device)
+    part->k->to_device(part);
+  else
+    part->k->refresh_velocities(
+        part, (swe_region){-SWE_GHOST, part->nx + SWE_GHOST, -SWE_GHOST, part->ny + SWE_GHOST});
 }

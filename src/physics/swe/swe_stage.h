@@ -29,15 +29,27 @@ typedef struct swe_consts {
 
 /* The arrays and constants of a part (host code). */
 static inline swe_arrays swe_part_arrays(const swe_part *s) {
-  swe_arrays a = {(ts_real *)s->w,        (ts_real *)s->hu,        (ts_real *)s->hv,
-                  (ts_real *)s->w_carry,  (ts_real *)s->w0,        (ts_real *)s->hu0,
-                  (ts_real *)s->hv0,      (ts_real *)s->u,         (ts_real *)s->v,
-                  (ts_real *)s->char_speed, (ts_real *)s->speed_cap, (ts_real *)s->drain,
-                  (const ts_real *)s->corner, (const ts_real *)s->bed,
+  swe_arrays a = {(ts_real *)s->w,
+                  (ts_real *)s->hu,
+                  (ts_real *)s->hv,
+                  (ts_real *)s->w_carry,
+                  (ts_real *)s->w0,
+                  (ts_real *)s->hu0,
+                  (ts_real *)s->hv0,
+                  (ts_real *)s->u,
+                  (ts_real *)s->v,
+                  (ts_real *)s->char_speed,
+                  (ts_real *)s->speed_cap,
+                  (ts_real *)s->drain,
+                  (const ts_real *)s->corner,
+                  (const ts_real *)s->bed,
                   (const ts_real *)s->friction,
                   {(ts_real *)s->fx[0], (ts_real *)s->fx[1], (ts_real *)s->fx[2]},
                   {(ts_real *)s->fy[0], (ts_real *)s->fy[1], (ts_real *)s->fy[2]},
-                  (ts_real *)s->src_x, (ts_real *)s->src_y, s->active, s->row};
+                  (ts_real *)s->src_x,
+                  (ts_real *)s->src_y,
+                  s->active,
+                  s->row};
   return a;
 }
 
@@ -144,8 +156,7 @@ TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k
   ts_real out = dt * (out_x * k->rdx + out_y * k->rdy);
   ts_real h = swe_max(SWE_R(0), a->w[c] - a->bed[c]);
   a->drain[c] = out > h ? h / out : SWE_R(1);
-  ts_real around =
-      swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - a->row], cs[c + a->row]));
+  ts_real around = swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - a->row], cs[c + a->row]));
   a->speed_cap[c] = swe_max(cs[c], around);
 }
 
@@ -204,8 +215,8 @@ TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_consts *k
       v *= scale;
       speed = cap[c];
     }
-    ts_real f = swe_friction_factor(k->friction_kind, a->friction ? a->friction[c] : k->friction_value,
-                                    h, speed, k->g, dt);
+    ts_real f = swe_friction_factor(
+        k->friction_kind, a->friction ? a->friction[c] : k->friction_value, h, speed, k->g, dt);
     qx = h * u * f;
     qy = h * v * f;
   }

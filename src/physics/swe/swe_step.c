@@ -90,6 +90,8 @@ static void refresh_halo(swe_part *p, void *arg) {
 }
 
 static ts_status start_exchange(ts_swe *s) {
+  for (int k = 0; k < s->nparts; k++)
+    swe_part_to_host(s->parts[k]);
   TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
   s->in_flight = 1;
   s->cycle = 0;
@@ -101,7 +103,11 @@ ts_status swe_finish_exchange(ts_swe *s) {
     return TS_OK;
   s->in_flight = 0;
   TS_CALL(ts_halo_finish(s->halo, s->fields));
-  swe_for_parts(s, refresh_halo, NULL);
+  if (s->backend == TS_BACKEND_CUDA)
+    for (int k = 0; k < s->nparts; k++)
+      swe_part_changed_on_host(s->parts[k]); /* the halo cells came in on the host */
+  else
+    swe_for_parts(s, refresh_halo, NULL);
   return TS_OK;
 }
 
@@ -262,6 +268,9 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
     }
     if (st == TS_OK)
       swe_for_parts(s, phase_update, &w);
+    for (int k = 0; k < s->nparts && st == TS_OK; k++)
+      if (s->parts[k]->k->take_bad)
+        bad[k] |= s->parts[k]->k->take_bad(s->parts[k]);
     s->cycle++;
   }
   if (st == TS_OK) {
@@ -322,7 +331,7 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
   swe_inputs in = {.bed = &s->bed, .friction = s->has_friction ? &s->friction : NULL};
   for (int k = 0; k < s->nparts && st == TS_OK; k++)
     if (rebuilt[s->parts[k]->sub])
-      st = swe_part_create(&fresh[k], s, s->parts[k]->sub, &in);
+      st = swe_part_create(&fresh[k], s, s->parts[k]->sub, s->sub_device[s->parts[k]->sub], &in);
   s->decomp = current;
   s->halo_width = current_width;
   /* Owned cells move from the old owners: state and maxima. */
@@ -330,6 +339,7 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
   if (st == TS_OK) {
     for (int k = 0; k < s->nparts; k++) {
       int sub = s->parts[k]->sub;
+      swe_part_to_host(s->parts[k]);
       swe_part_fields(s->parts[k], 1, &from[2 * sub]);
       swe_part_fields(fresh[k] ? fresh[k] : s->parts[k], 1, &to[2 * sub]);
     }
@@ -355,7 +365,7 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
     for (int k = 0; k < s->nparts; k++) {
       if (!fresh[k])
         continue;
-      fresh[k]->k->refresh_velocities(fresh[k], fresh[k]->own);
+      swe_part_changed_on_host(fresh[k]);
       fresh[k]->threads = s->parts[k]->threads;
       fresh[k]->compute_s = s->parts[k]->compute_s;
       swe_part_destroy(s->parts[k]);

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs the GPU tests and benchmarks on a lent GPU machine, in one call, from a build made on the
+# development machine (the GPU machine has no NetCDF or inih and reaches no package registry):
+#   here:   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
+#           cmake --build build-gpu -j; copy libinih, libnetcdf and libhdf5_serial_hl into
+#           .devlibs/ and ../shared/data/malpasset into .devdata/malpasset (both git-ignored)
+#   there:  bash bench/device.sh [tests|bench|all]   (carry build-gpu, .devlibs, .devdata)
+# The build's paths are absolute (/work/main/...), so the checkout is linked there. Logs and
+# JSON results go to $OUT (or ./device-out).
+set -u
+what=${1:-all}
+root=$(pwd)
+out=${OUT:-$root/device-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=8
+mkdir -p /work /work/shared/data
+[ -e /work/main ] || ln -s "$root" /work/main
+[ -e /work/shared/data/malpasset ] || ln -s "$root/.devdata/malpasset" /work/shared/data/malpasset
+T=/work/main/build-gpu/apps/tessera/tessera
+if ldd "$T" | grep 'not found'; then
+  echo "missing libraries (above)"
+  exit 1
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
+"$T" info
+git -C "$root" log -1 --format='commit %h %s' 2>/dev/null || true
+
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  (cd /work/main/build-gpu && ctest -L gpu --output-on-failure -j1) 2>&1 | tee "$out/gpu_tests.log"
+fi
+
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  {
+    for n in 2048 4096 8192; do
+      "$T" bench swe --backend cuda --size $n --steps 50 --json "$out/bench_cuda_$n.json"
+    done
+    "$T" bench swe --backend cuda --size 8192 --steps 20 --precision double
+    "$T" bench swe --backend cpu --size 2048 --steps 5
+    # Malpasset at 10 m, 4000 s, float, on one GPU; the wall time of the time loop is in summary.json.
+    m=/work/main/examples/malpasset
+    d=/work/shared/data/malpasset
+    /usr/bin/time -f "malpasset 10 m total wall %e s" "$T" run $m/malpasset.ini --quiet \
+      --set parallel.backend=cuda --set swe.bed=$d/malpasset_dem_10m_nodata.asc.gz \
+      --set swe.initial_surface=$d/malpasset_eta0_10m.asc.gz --set output.formats=asc \
+      --set output.times=4000 --out "$out/malpasset10"
+    grep -E '"(steps|wall_s|mcells_per_s|mass_rel_error)"' "$out/malpasset10/summary.json"
+  } 2>&1 | tee "$out/bench.log"
+fi

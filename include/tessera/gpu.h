@@ -1,0 +1,32 @@
+/* The GPUs a process sees, through the CUDA runtime: count, names, memory, peer access, and the
+ * measured device-to-device copy bandwidth that benchmarks report their roofline against.
+ * Without CUDA in the build every call says there is no GPU. */
+#ifndef TESSERA_GPU_H
+#define TESSERA_GPU_H
+
+#include "tessera/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ts_gpu_info {
+  char name[256];
+  double memory_gib;
+  int major, minor; /* compute capability */
+  int multiprocessors;
+} ts_gpu_info;
+
+int ts_gpu_count(void); /* 0 without CUDA, without a driver or without a GPU */
+ts_status ts_gpu_info_of(int device, ts_gpu_info *info);
+int ts_gpu_peer_access(int from, int to); /* 1 when `from` can read and write `to`'s memory */
+/* "CUDA runtime 13.0, driver 13.0", or "none (CPU build)". */
+const char *ts_gpu_runtime(void);
+/* Copy bandwidth of a device (GB/s, bytes read plus bytes written) over a copy of `bytes`
+ * bytes, the median of 10 copies; 0 on failure. */
+double ts_gpu_copy_bandwidth(int device, double bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

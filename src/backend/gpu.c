@@ -1,0 +1,110 @@
+/* GPU discovery and the copy-bandwidth measurement through the CUDA runtime API (plain C). */
+#include "tessera/gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if TESSERA_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+int ts_gpu_count(void) {
+#if TESSERA_HAVE_CUDA
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess)
+    return 0;
+  return n;
+#else
+  return 0;
+#endif
+}
+
+ts_status ts_gpu_info_of(int device, ts_gpu_info *info) {
+  memset(info, 0, sizeof *info);
+#if TESSERA_HAVE_CUDA
+  struct cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess)
+    return ts_error(TS_ERR_INPUT, "CUDA device %d cannot be queried", device);
+  snprintf(info->name, sizeof info->name, "%s", p.name);
+  info->memory_gib = (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
+  info->major = p.major;
+  info->minor = p.minor;
+  info->multiprocessors = p.multiProcessorCount;
+  return TS_OK;
+#else
+  return ts_error(TS_ERR_INPUT, "CUDA device %d: this tessera was built without CUDA", device);
+#endif
+}
+
+int ts_gpu_peer_access(int from, int to) {
+#if TESSERA_HAVE_CUDA
+  int ok = 0;
+  if (cudaDeviceCanAccessPeer(&ok, from, to) != cudaSuccess)
+    return 0;
+  return ok;
+#else
+  (void)from;
+  (void)to;
+  return 0;
+#endif
+}
+
+const char *ts_gpu_runtime(void) {
+#if TESSERA_HAVE_CUDA
+  static char text[64];
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  snprintf(text, sizeof text, "CUDA runtime %d.%d, driver %d.%d", runtime / 1000,
+           runtime % 1000 / 10, driver / 1000, driver % 1000 / 10);
+  return text;
+#else
+  return "none (CPU build)";
+#endif
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double ts_gpu_copy_bandwidth(int device, double bytes) {
+#if TESSERA_HAVE_CUDA
+  void *a = NULL, *b = NULL;
+  size_t n = (size_t)bytes;
+  cudaEvent_t start, stop;
+  double times[10], result = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMalloc(&a, n) != cudaSuccess ||
+      cudaMalloc(&b, n) != cudaSuccess) {
+    cudaFree(a);
+    return 0;
+  }
+  cudaMemset(a, 1, n);
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice); /* warm-up */
+  for (int k = 0; k < 10; k++) {
+    float ms = 0;
+    cudaEventRecord(start, 0);
+    cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(stop, 0);
+    cudaEventSynchronize(stop);
+    cudaEventElapsedTime(&ms, start, stop);
+    times[k] = ms * 1e-3;
+  }
+  qsort(times, 10, sizeof times[0], compare_double);
+  double median = 0.5 * (times[4] + times[5]);
+  if (median > 0)
+    result = 2.0 * (double)n / median / 1e9;
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(a);
+  cudaFree(b);
+  return result;
+#else
+  (void)device;
+  (void)bytes;
+  return 0;
+#endif
+}
