@@ -4,11 +4,13 @@
 #   here:   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #           cmake --build build-gpu -j; copy libinih, libnetcdf and libhdf5_serial_hl into
 #           .devlibs/ and ../shared/data/malpasset into .devdata/malpasset (both git-ignored)
-#   there:  bash bench/device.sh [tests|bench|all]   (carry build-gpu, .devlibs, .devdata)
+#   there:  bash bench/device.sh [tests|bench|all] [CTEST_REGEX]
+#           (carry build-gpu, .devlibs, .devdata)
 # The build's paths are absolute (/work/main/...), so the checkout is linked there. Logs and
 # JSON results go to $OUT (or ./device-out).
 set -u
 what=${1:-all}
+only=${2:-}
 root=$(pwd)
 out=${OUT:-$root/device-out}
 mkdir -p "$out"
@@ -27,7 +29,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --f
 git -C "$root" log -1 --format='commit %h %s' 2>/dev/null || true
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  (cd /work/main/build-gpu && ctest -L gpu --output-on-failure -j1) 2>&1 | tee "$out/gpu_tests.log"
+  (cd /work/main/build-gpu && ctest -L gpu ${only:+-R "$only"} --output-on-failure -j1) 2>&1 |
+    tee "$out/gpu_tests.log"
 fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then

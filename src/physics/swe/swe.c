@@ -337,10 +337,39 @@ int ts_swe_early_exit(const ts_swe *s) {
 }
 ts_backend ts_swe_backend(const ts_swe *s) { return s->backend; }
 
-/* Brings the host mirrors of GPU parts up to date before host code reads them. */
+/* Brings the host mirrors of GPU parts up to date before host code reads them. An exchange in
+ * flight is finished first: its in-process copies already sit in the host arrays, and a download
+ * would overwrite them with the device's older halo. */
 static void parts_to_host(const ts_swe *s) {
+  if (s->backend != TS_BACKEND_CUDA)
+    return;
+  if (s->in_flight)
+    swe_finish_exchange((ts_swe *)s);
   for (int k = 0; k < s->nparts; k++)
     swe_part_to_host(s->parts[k]);
+}
+
+/* The same for the cells of n probes only (gauges are read every few steps). */
+static void probes_to_host(const ts_swe *s, int n, const int *i, const int *j) {
+  if (s->backend != TS_BACKEND_CUDA)
+    return;
+  if (s->in_flight)
+    swe_finish_exchange((ts_swe *)s);
+  int64_t *cells = malloc(sizeof *cells * (size_t)(n > 0 ? n : 1));
+  for (int k = 0; k < s->nparts; k++) {
+    swe_part *p = s->parts[k];
+    int m = 0;
+    for (int q = 0; q < n && cells; q++) {
+      int li = i[q] - p->gi0, lj = j[q] - p->gj0;
+      if (li >= 0 && lj >= 0 && li < p->nx && lj < p->ny)
+        cells[m++] = swe_index(p, li, lj);
+    }
+    if (!cells)
+      swe_part_to_host(p);
+    else if (m > 0)
+      p->k->to_host_cells(p, cells, m);
+  }
+  free(cells);
 }
 
 double ts_swe_volume(const ts_swe *s) {
@@ -382,7 +411,7 @@ ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const
                        double *out) {
   if (n == 0)
     return TS_OK;
-  parts_to_host(s);
+  probes_to_host(s, n, i, j);
   double *mine = calloc((size_t)n * 2, sizeof *mine);
   double *all = calloc((size_t)n * 2 * (size_t)s->nranks, sizeof *all);
   ts_status st = mine && all ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");

@@ -104,6 +104,8 @@ struct swe_kernels {
    * state and maxima up after host code wrote them; take_bad returns and clears the non-finite
    * flag of the updates; release frees the device side. */
   void (*to_host)(swe_part *s);
+  /* ... of n cells only (state, velocities, maxima), for probes such as gauges. */
+  void (*to_host_cells)(swe_part *s, const int64_t *cells, int n);
   void (*to_device)(swe_part *s);
   int (*take_bad)(swe_part *s);
   void (*release)(swe_part *s);

@@ -352,6 +352,55 @@ static void mirror(swe_part *s, int down) {
 }
 
 static void gpu_to_host(swe_part *s) { mirror(s, 1); }
+
+/* Gathers the state, velocities and maxima of n cells into one buffer (5 reals, 4 doubles). */
+static __global__ void k_gather(swe_arrays a, const double *const *max, const int64_t *cells, int n,
+                                ts_real *reals, double *doubles) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t >= n)
+    return;
+  int64_t c = cells[t];
+  const ts_real *src[5] = {a.w, a.hu, a.hv, a.u, a.v};
+  for (int v = 0; v < 5; v++)
+    reals[5 * t + v] = src[v][c];
+  for (int v = 0; v < 4; v++)
+    doubles[4 * t + v] = max[v][c];
+}
+
+static void gpu_to_host_cells(swe_part *s, const int64_t *cells, int n) {
+  if (n <= 0)
+    return;
+  swe_gpu *g = gpu_of(s);
+  size_t bytes = (size_t)n * (sizeof(int64_t) + 5 * sizeof(ts_real) + 4 * sizeof(double)) +
+                 4 * sizeof(double *);
+  char *dev = NULL, *host = (char *)malloc(bytes);
+  check(cudaMalloc((void **)&dev, bytes), "allocation for probes");
+  int64_t *d_cells = (int64_t *)dev;
+  double **d_max = (double **)(d_cells + n);
+  double *d_doubles = (double *)(d_max + 4);
+  ts_real *d_reals = (ts_real *)(d_doubles + 4 * (size_t)n);
+  check(cudaMemcpyAsync(d_cells, cells, sizeof(int64_t) * (size_t)n, cudaMemcpyHostToDevice,
+                        g->stream),
+        "copy");
+  check(cudaMemcpyAsync(d_max, g->max, 4 * sizeof(double *), cudaMemcpyHostToDevice, g->stream),
+        "copy");
+  k_gather<<<(n + 127) / 128, 128, 0, g->stream>>>(g->dev, d_max, d_cells, n, d_reals, d_doubles);
+  check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, g->stream), "copy of probes");
+  check(cudaStreamSynchronize(g->stream), "probes");
+  double *h_doubles = (double *)((double **)((int64_t *)host + n) + 4);
+  ts_real *h_reals = (ts_real *)(h_doubles + 4 * (size_t)n);
+  ts_real *dst_r[5] = {(ts_real *)s->w, (ts_real *)s->hu, (ts_real *)s->hv, (ts_real *)s->u,
+                       (ts_real *)s->v};
+  double *dst_d[4] = {s->max_h, s->max_speed, s->arrival, s->max_eta};
+  for (int t = 0; t < n; t++) {
+    for (int v = 0; v < 5; v++)
+      dst_r[v][cells[t]] = h_reals[5 * t + v];
+    for (int v = 0; v < 4; v++)
+      dst_d[v][cells[t]] = h_doubles[4 * t + v];
+  }
+  cudaFree(dev);
+  free(host);
+}
 static void gpu_to_device(swe_part *s) { mirror(s, 0); }
 
 static void gpu_release(swe_part *s) {
@@ -482,6 +531,7 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .tiles_wet = SWE_CPU_KERNELS.tiles_wet,
     .round = SWE_CPU_KERNELS.round,
     .to_host = gpu_to_host,
+    .to_host_cells = gpu_to_host_cells,
     .to_device = gpu_to_device,
     .take_bad = gpu_take_bad,
     .release = gpu_release,
