@@ -290,7 +290,9 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
   }
   free(amax);
   free(bad);
-  if (st == TS_OK && s->cycle >= s->ghost_expansion * stages) {
+  if (st == TS_OK && s->decomp.count == 1) {
+    s->cycle = 0; /* one subdomain: nothing to exchange */
+  } else if (st == TS_OK && s->cycle >= s->ghost_expansion * stages) {
     st = start_exchange(s);
     if (st == TS_OK && !s->p.parallel.overlap)
       st = swe_finish_exchange(s);
