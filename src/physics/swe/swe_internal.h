@@ -83,7 +83,7 @@ struct swe_kernels {
   /* Ghost cells of the global sides along the window, for stage time t. */
   void (*fill_boundaries)(swe_part *s, double t);
   /* Face fluxes and bed sources of the cells of r; adds the largest wave speeds of the faces
-   * of owned cells to amax (x, y). */
+   * of owned cells to amax (x, y), unless amax is NULL (stages after the first). */
   void (*fluxes)(swe_part *s, swe_region r, double amax[2]);
   void (*impose_inflow)(swe_part *s, double t);
   void (*drain)(swe_part *s, swe_region r, double dt);

@@ -243,8 +243,10 @@ static void kernels_fluxes(swe_part *s, swe_region r, double amax[2]) {
       ay = swe_max(ay, a);
     }
   }
-  amax[0] = fmax(amax[0], (double)ax);
-  amax[1] = fmax(amax[1], (double)ay);
+  if (amax) {
+    amax[0] = fmax(amax[0], (double)ax);
+    amax[1] = fmax(amax[1], (double)ay);
+  }
 }
 
 /* Override the mass flux through inflow sides with the prescribed discharge, so the volume that

@@ -62,8 +62,19 @@ typedef struct swe_gpu {
   double *max[4]; /* max_h, max_speed, arrival, max_eta */
   swe_bits *amax; /* 2 */
   int *bad;
+  unsigned char *tile_wet, *tile_on; /* early exit: per tile of the window */
   cudaStream_t stream;
 } swe_gpu;
+
+/* Where the kernels find the activity of a cell's tile (early exit). */
+struct tiles_t {
+  const unsigned char *on;
+  int size, nx;
+};
+
+__device__ static inline int tile_on(tiles_t t, int i, int j) {
+  return t.on[i / t.size + (j / t.size) * t.nx];
+}
 
 static swe_gpu *gpu_of(const swe_part *s) { return (swe_gpu *)s->gpu; }
 
@@ -122,10 +133,16 @@ __device__ static inline void block_max(ts_real v, swe_bits *out) {
  * between c - step and c. Stores the flux, the low cell's correction, and the high cell's bed
  * source less nothing yet (completed by k_drain). */
 static __global__ void k_flux(swe_arrays a, swe_consts k, region_t r, region_t own, int64_t origin,
-                              int x_axis, ts_real *corr, swe_bits *amax) {
+                              int x_axis, ts_real *corr, swe_bits *amax, tiles_t tiles) {
   int i, j;
   int64_t step = x_axis ? 1 : a.row, corner_step = x_axis ? a.row : 1;
   int in = cell_of(r, x_axis, !x_axis, &i, &j);
+  /* Early exit as on the CPU, whose sweeps compute the faces of the cells of active tiles
+   * (both faces of each cell): a face counts when the tile of its high cell, inside r, or of its
+   * low cell, inside r, is active. */
+  int f = x_axis ? i : j, f0 = x_axis ? r.i0 : r.j0, f1 = x_axis ? r.i1 : r.j1;
+  int high_on = in && f < f1 && tile_on(tiles, i, j);
+  in = in && (high_on || (f > f0 && tile_on(tiles, x_axis ? i - 1 : i, x_axis ? j : j - 1)));
   ts_real speed = 0;
   if (in) {
     int64_t c = origin + i + j * a.row, cl = c - step;
@@ -145,8 +162,7 @@ static __global__ void k_flux(swe_arrays a, swe_consts k, region_t r, region_t o
     f[1][c] = flux[1];
     f[2][c] = flux[2];
     corr[c] = corr_l;
-    int inside = x_axis ? i < r.i1 : j < r.j1;
-    if (inside)
+    if (high_on)
       (x_axis ? a.src_x : a.src_y)[c] = act_h ? corr_h + swe_bed_source(lo_h, hi_h, k.g) : 0;
     int face = x_axis ? i : j, line = x_axis ? j : i;
     int owned = x_axis ? (face >= own.i0 && face <= own.i1 && line >= own.j0 && line < own.j1)
@@ -158,9 +174,9 @@ static __global__ void k_flux(swe_arrays a, swe_consts k, region_t r, region_t o
 }
 
 static __global__ void k_drain(swe_arrays a, swe_consts k, region_t r, int64_t origin, ts_real dt,
-                               const ts_real *corr_x, const ts_real *corr_y) {
+                               const ts_real *corr_x, const ts_real *corr_y, tiles_t tiles) {
   int i, j;
-  if (!cell_of(r, 0, 0, &i, &j))
+  if (!cell_of(r, 0, 0, &i, &j) || !tile_on(tiles, i, j))
     return;
   int64_t c = origin + i + j * a.row;
   a.src_x[c] = a.src_x[c] - corr_x[c + 1];
@@ -169,9 +185,9 @@ static __global__ void k_drain(swe_arrays a, swe_consts k, region_t r, int64_t o
 }
 
 static __global__ void k_update(swe_arrays a, swe_consts k, region_t r, int64_t origin, ts_real dt,
-                                int stage, int *bad) {
+                                int stage, int *bad, tiles_t tiles) {
   int i, j;
-  if (!cell_of(r, 0, 0, &i, &j))
+  if (!cell_of(r, 0, 0, &i, &j) || !tile_on(tiles, i, j))
     return;
   int64_t c = origin + i + j * a.row;
   if (a.active[c] && swe_update_cell(&a, &k, c, dt, stage))
@@ -193,9 +209,9 @@ static __global__ void k_inflow(swe_arrays a, int side, int nx, int ny, int64_t 
 
 static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, ts_real dry,
                                 double arrival_depth, double t, double *max_h, double *max_speed,
-                                double *arrival, double *max_eta) {
+                                double *arrival, double *max_eta, tiles_t tiles) {
   int i, j;
-  if (!cell_of(own, 0, 0, &i, &j))
+  if (!cell_of(own, 0, 0, &i, &j) || !tile_on(tiles, i, j))
     return;
   int64_t c = origin + i + j * a.row;
   if (!a.active[c] || !(a.w[c] - a.bed[c] > dry))
@@ -212,7 +228,44 @@ static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, ts_r
     arrival[c] = t;
 }
 
+/* Tile wet flags: one block per tile; a tile reaching outside `valid` counts as wet. */
+static __global__ void k_tile_wet(swe_arrays a, int64_t origin, int nx, int ny, int size,
+                                  int tiles_x, region_t valid, unsigned char *wet) {
+  int tx = (int)blockIdx.x, ty = (int)blockIdx.y;
+  int i0 = tx * size, j0 = ty * size;
+  int i1 = min(i0 + size, nx), j1 = min(j0 + size, ny);
+  int any = i0 < valid.i0 || i1 > valid.i1 || j0 < valid.j0 || j1 > valid.j1;
+  for (int c = (int)threadIdx.x; c < (i1 - i0) * (j1 - j0) && !any; c += (int)blockDim.x) {
+    int64_t cell = origin + (i0 + c % (i1 - i0)) + (int64_t)(j0 + c / (i1 - i0)) * a.row;
+    any = a.active[cell] && a.w[cell] > a.bed[cell];
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0)
+    wet[tx + ty * tiles_x] = (unsigned char)any;
+}
+
+/* A tile is on when it or one of its 8 neighbours is wet, or a level or inflow side feeds it. */
+static __global__ void k_tile_dilate(const unsigned char *wet, int tiles_x, int tiles_y,
+                                     unsigned feeds, unsigned char *on) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t >= tiles_x * tiles_y)
+    return;
+  int tx = t % tiles_x, ty = t / tiles_x;
+  int hit = ((feeds & 1u) && tx == 0) || ((feeds & 2u) && tx == tiles_x - 1) ||
+            ((feeds & 4u) && ty == 0) || ((feeds & 8u) && ty == tiles_y - 1);
+  for (int dy = -1; dy <= 1 && !hit; dy++)
+    for (int dx = -1; dx <= 1 && !hit; dx++) {
+      int x = tx + dx, y = ty + dy;
+      hit = x >= 0 && y >= 0 && x < tiles_x && y < tiles_y && wet[x + y * tiles_x];
+    }
+  on[t] = (unsigned char)hit;
+}
+
 /* ------------------------------------------------------------------ the table */
+
+static tiles_t tiles_of(const swe_part *s) {
+  return tiles_t{gpu_of(s)->tile_on, s->p->tile_size, s->tiles_x};
+}
 
 static region_t region(swe_region r) { return region_t{r.i0, r.i1, r.j0, r.j1}; }
 
@@ -259,11 +312,14 @@ static void gpu_fill_boundaries(swe_part *s, double t) {
 static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
   swe_gpu *g = gpu_of(s);
   swe_consts k = swe_part_consts(s);
-  check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
+  if (amax)
+    check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
   k_flux<<<blocks_for(r, 1, 0, block2d), block2d, 0, g->stream>>>(
-      g->dev, k, region(r), region(s->own), s->origin, 1, g->corr_x, g->amax);
+      g->dev, k, region(r), region(s->own), s->origin, 1, g->corr_x, g->amax, tiles_of(s));
   k_flux<<<blocks_for(r, 0, 1, block2d), block2d, 0, g->stream>>>(
-      g->dev, k, region(r), region(s->own), s->origin, 0, g->corr_y, g->amax + 1);
+      g->dev, k, region(r), region(s->own), s->origin, 0, g->corr_y, g->amax + 1, tiles_of(s));
+  if (!amax)
+    return; /* no time step to reduce: no need to wait for the device */
   swe_bits bits[2];
   check(cudaMemcpyAsync(bits, g->amax, sizeof bits, cudaMemcpyDeviceToHost, g->stream),
         "copy of the wave speeds");
@@ -290,7 +346,7 @@ static void gpu_drain(swe_part *s, swe_region r, double dt) {
   swe_gpu *g = gpu_of(s);
   swe_consts k = swe_part_consts(s);
   k_drain<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
-      g->dev, k, region(r), s->origin, (ts_real)dt, g->corr_x, g->corr_y);
+      g->dev, k, region(r), s->origin, (ts_real)dt, g->corr_x, g->corr_y, tiles_of(s));
 }
 
 static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
@@ -298,24 +354,40 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
     return 0;
   swe_gpu *g = gpu_of(s);
   swe_consts k = swe_part_consts(s);
-  k_update<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(g->dev, k, region(r), s->origin,
-                                                                    (ts_real)dt, stage, g->bad);
+  k_update<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
+      g->dev, k, region(r), s->origin, (ts_real)dt, stage, g->bad, tiles_of(s));
   return 0;
 }
 
-/* The GPU computes every tile (early exit on the GPU is future work); the mask stays full. */
+/* The tile mask on the device, by the CPU's rule; the host's work list stays full (host code
+ * on the mirror reads every tile). */
 static void gpu_tile_mask(swe_part *s, swe_region valid) {
-  (void)valid;
-  s->ntile_list = s->tiles_x * s->tiles_y;
-  for (int t = 0; t < s->ntile_list; t++)
+  swe_gpu *g = gpu_of(s);
+  int ntiles = s->tiles_x * s->tiles_y;
+  s->ntile_list = ntiles;
+  for (int t = 0; t < ntiles; t++)
     s->tile_list[t] = t;
+  if (!s->early_exit) {
+    check(cudaMemsetAsync(g->tile_on, 1, (size_t)ntiles, g->stream), "memset");
+    return;
+  }
+  unsigned feeds = 0;
+  for (int side = 0; side < 4; side++) {
+    ts_bc_type type = s->p->bc[side].type;
+    if (!s->internal[side] && (type == TS_BC_LEVEL || type == TS_BC_INFLOW))
+      feeds |= 1u << side;
+  }
+  k_tile_wet<<<dim3((unsigned)s->tiles_x, (unsigned)s->tiles_y), 128, 0, g->stream>>>(
+      g->dev, s->origin, s->nx, s->ny, s->p->tile_size, s->tiles_x, region(valid), g->tile_wet);
+  k_tile_dilate<<<(ntiles + 127) / 128, 128, 0, g->stream>>>(g->tile_wet, s->tiles_x, s->tiles_y,
+                                                             feeds, g->tile_on);
 }
 
 static void gpu_maxima(swe_part *s) {
   swe_gpu *g = gpu_of(s);
   k_maxima<<<blocks_for(s->own, 0, 0, block2d), block2d, 0, g->stream>>>(
       g->dev, region(s->own), s->origin, (ts_real)s->p->dry_depth, s->p->arrival_depth, s->t,
-      g->max[0], g->max[1], g->max[2], g->max[3]);
+      g->max[0], g->max[1], g->max[2], g->max[3], tiles_of(s));
 }
 
 static int gpu_take_bad(swe_part *s) {
@@ -440,6 +512,8 @@ static void gpu_release(swe_part *s) {
   cudaFree(g->active);
   cudaFree(g->amax);
   cudaFree(g->bad);
+  cudaFree(g->tile_wet);
+  cudaFree(g->tile_on);
   cudaStreamDestroy(g->stream);
   free(g);
   s->gpu = NULL;
@@ -501,6 +575,11 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
     e = cudaMalloc((void **)&g->amax, 2 * sizeof(swe_bits));
   if (e == cudaSuccess && (e = cudaMalloc((void **)&g->bad, sizeof(int))) == cudaSuccess)
     e = cudaMemset(g->bad, 0, sizeof(int));
+  size_t ntiles = (size_t)s->tiles_x * s->tiles_y;
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&g->tile_wet, ntiles);
+  if (e == cudaSuccess && (e = cudaMalloc((void **)&g->tile_on, ntiles)) == cudaSuccess)
+    e = cudaMemset(g->tile_on, 1, ntiles);
   if (e != cudaSuccess) {
     gpu_release(s);
     return ts_error(TS_ERR_NOMEM,

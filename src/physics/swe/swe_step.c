@@ -164,15 +164,16 @@ static void phase_fluxes(swe_part *p, void *arg) {
   if (w->stage == 0 && !w->border)
     p->k->tile_mask(p, w->interior ? p->own : shrink(p, SWE_STAGE_REACH * w->m));
   p->k->fill_boundaries(p, w->t_stage);
+  double *amax = w->stage == 0 ? w->amax[k] : NULL; /* only the first stage sets dt */
   if (!w->interior && !w->border) {
-    p->k->fluxes(p, f, w->amax[k]);
+    p->k->fluxes(p, f, amax);
   } else {
     swe_region in = interior_of(p, f);
     if (region_empty(in))
       in = (swe_region){f.i0, f.i0, f.j0, f.j0};
     if (w->interior) {
       if (!region_empty(in))
-        p->k->fluxes(p, in, w->amax[k]);
+        p->k->fluxes(p, in, amax);
     } else {
       swe_region border[4] = {{f.i0, f.i1, f.j0, in.j0},
                               {f.i0, f.i1, in.j1, f.j1},
@@ -182,7 +183,7 @@ static void phase_fluxes(swe_part *p, void *arg) {
         border[0] = f, border[1] = border[2] = border[3] = in;
       for (int b = 0; b < 4; b++)
         if (!region_empty(border[b]))
-          p->k->fluxes(p, border[b], w->amax[k]);
+          p->k->fluxes(p, border[b], amax);
     }
   }
   p->compute_s += omp_get_wtime() - t0;
@@ -268,8 +269,8 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
     }
     if (st == TS_OK)
       swe_for_parts(s, phase_update, &w);
-    for (int k = 0; k < s->nparts && st == TS_OK; k++)
-      if (s->parts[k]->k->take_bad)
+    for (int k = 0; k < s->nparts && st == TS_OK && stage + 1 == stages; k++)
+      if (s->parts[k]->k->take_bad) /* the device's flag covers every stage of the step */
         bad[k] |= s->parts[k]->k->take_bad(s->parts[k]);
     s->cycle++;
   }
