@@ -40,6 +40,18 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     done
     "$T" bench swe --backend cuda --size 8192 --steps 20 --precision double
     "$T" bench swe --backend cpu --size 2048 --steps 5
+    # Several GPUs in one process (halos copied between the devices): weak scaling with
+    # 8192^2 cells per GPU (11586^2 on 2 GPUs), strong scaling on 16384^2 and 4096^2.
+    gpus=$(nvidia-smi -L | wc -l)
+    if [ "$gpus" -ge 2 ]; then
+      for n in 8192 16384 4096; do
+        "$T" bench swe --backend cuda --size $n --steps 30 --subdomains 1
+        "$T" bench swe --backend cuda --size $n --steps 30 --subdomains 2 --devices 0,1 \
+          --decomposition rows
+      done
+      "$T" bench swe --backend cuda --size 11586 --steps 30 --subdomains 2 --devices 0,1 \
+        --decomposition rows
+    fi
     # Malpasset at 10 m, 4000 s, float, on one GPU; the wall time of the time loop is in summary.json.
     m=/work/main/examples/malpasset
     d=/work/shared/data/malpasset

@@ -23,7 +23,7 @@ static const char usage[] =
     "       tessera bench swe [--size N] [--precision float|double] [--steps S] [--json FILE]\n"
     "                         [--subdomains S] [--ranks R] [--decomposition "
     "auto|rows|columns|tiles]\n"
-    "                         [--ghost-expansion K] [--backend cpu|cuda]\n"
+    "                         [--ghost-expansion K] [--backend cpu|cuda] [--devices 0,1]\n"
     "       tessera info\n"
     "       tessera --help | --version\n"
     "\n"
@@ -247,6 +247,18 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
       if (found < 0)
         return usage_error("--decomposition must be auto, rows, columns or tiles", v);
       par.decomposition = (ts_decomp_kind)found;
+    } else if (strcmp(a, "--devices") == 0) {
+      const char *q = v;
+      par.ndevices = 0;
+      while (*q && par.ndevices < TS_MAX_DEVICES) {
+        long d = strtol(q, &end, 10);
+        if (end == q || d < 0)
+          return usage_error("--devices must be a list of GPU numbers such as 0,1", v);
+        par.devices[par.ndevices++] = (int)d;
+        q = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+          return usage_error("--devices must be a list of GPU numbers such as 0,1", v);
+      }
     } else if (strcmp(a, "--backend") == 0) {
       if (strcmp(v, "cpu") && strcmp(v, "cuda"))
         return usage_error("--backend must be cpu or cuda", v);

@@ -68,6 +68,13 @@ void ts_halo_plan_destroy(ts_halo_plan *p);
 ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo_field *dst);
 ts_status ts_halo_finish(ts_halo_plan *p, const ts_halo_field *dst);
 
+/* Copies `box` of every field from one subdomain to another of this process (masks[f]: the
+ * components of field f that go). The default copies host memory; a GPU backend sets one that
+ * copies device memory, so halos between its subdomains never leave the GPUs. */
+typedef void (*ts_halo_copier)(const ts_box *box, int nfields, const uint32_t *masks,
+                               const ts_halo_field *from, const ts_halo_field *to);
+void ts_halo_set_copier(ts_halo_plan *p, ts_halo_copier copy);
+
 /* Accumulated times of subdomain s (wait: the process's wait, shared by its subdomains). */
 ts_halo_times ts_halo_times_of(const ts_halo_plan *p, int s);
 /* Cells this rank receives per exchange from other ranks and from its own subdomains. */

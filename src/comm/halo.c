@@ -29,8 +29,9 @@ struct ts_halo_plan {
   int nlocal, nsends, nrecvs;
   char *sendbuf, *recvbuf;
   int *sub_rank;
-  ts_halo_times *times; /* per subdomain */
-  int active;           /* started, not finished */
+  ts_halo_times *times;  /* per subdomain */
+  int active;            /* started, not finished */
+  ts_halo_copier copier; /* in-process copies, NULL: host memcpy */
 #if TESSERA_HAVE_MPI
   MPI_Request *requests; /* receives first, then sends */
 #endif
@@ -217,7 +218,14 @@ ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo
   for (int k = 0; k < p->nlocal; k++) {
     halo_xfer *x = &p->local[k];
     double t0 = omp_get_wtime();
-    move_box(x, nf, src + (size_t)x->src * nf, dst + (size_t)x->dst * nf, NULL, p->layout);
+    if (p->copier) {
+      uint32_t masks[8];
+      for (int f = 0; f < nf; f++)
+        masks[f] = comp_mask(&p->layout[f], x->dir);
+      p->copier(&x->box, nf, masks, src + (size_t)x->src * nf, dst + (size_t)x->dst * nf);
+    } else {
+      move_box(x, nf, src + (size_t)x->src * nf, dst + (size_t)x->dst * nf, NULL, p->layout);
+    }
     x->seconds = omp_get_wtime() - t0;
   }
   for (int k = 0; k < p->nlocal; k++)
@@ -272,6 +280,8 @@ ts_status ts_halo_finish(ts_halo_plan *p, const ts_halo_field *dst) {
 #endif
   return TS_OK;
 }
+
+void ts_halo_set_copier(ts_halo_plan *p, ts_halo_copier copy) { p->copier = copy; }
 
 ts_halo_times ts_halo_times_of(const ts_halo_plan *p, int s) { return p->times[s]; }
 

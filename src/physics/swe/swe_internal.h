@@ -119,6 +119,13 @@ extern const swe_kernels swe_kernels_cuda_double;
 /* Creates the device side of a part on `device` from its host arrays (static data and state). */
 ts_status swe_cuda_attach_float(swe_part *s, int device);
 ts_status swe_cuda_attach_double(swe_part *s, int device);
+/* The state fields of a GPU part in device memory (w, hu, hv, w_carry). */
+int swe_cuda_fields_float(const swe_part *s, ts_halo_field *out);
+int swe_cuda_fields_double(const swe_part *s, ts_halo_field *out);
+/* Halo copies between GPU parts of one process, and waiting for a part's queued work. */
+void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
+                       const ts_halo_field *from, const ts_halo_field *to);
+void swe_cuda_sync(const swe_part *s);
 #endif
 
 static inline int64_t swe_index(const swe_part *s, int i, int j) {
@@ -152,6 +159,7 @@ struct ts_swe {
   int halo_width;          /* cells: SWE_STAGE_REACH x stages x ghost_expansion */
   int cycle;               /* stages done since the last exchange */
   int in_flight;           /* an exchange was started and not finished */
+  int device_halo;         /* GPU parts in one process: halos are copied on the devices */
   int early_exit;          /* resolved at the first step */
   ts_backend backend;      /* resolved at creation */
   int gpus;                /* CUDA devices this process sees */

@@ -27,6 +27,7 @@ typedef unsigned long long swe_bits;
 #define SWE_CUDA_KERNELS swe_kernels_cuda_double
 #define SWE_CPU_KERNELS swe_kernels_double
 #define SWE_CUDA_ATTACH swe_cuda_attach_double
+#define SWE_CUDA_FIELDS swe_cuda_fields_double
 __device__ static inline swe_bits swe_to_bits(ts_real x) {
   return (swe_bits)__double_as_longlong(x);
 }
@@ -43,6 +44,7 @@ typedef unsigned int swe_bits;
 #define SWE_CUDA_KERNELS swe_kernels_cuda_float
 #define SWE_CPU_KERNELS swe_kernels_float
 #define SWE_CUDA_ATTACH swe_cuda_attach_float
+#define SWE_CUDA_FIELDS swe_cuda_fields_float
 __device__ static inline swe_bits swe_to_bits(ts_real x) { return __float_as_uint(x); }
 static inline ts_real swe_from_bits(swe_bits b) {
   ts_real x;
@@ -77,6 +79,13 @@ __device__ static inline int tile_on(tiles_t t, int i, int j) {
 }
 
 static swe_gpu *gpu_of(const swe_part *s) { return (swe_gpu *)s->gpu; }
+
+/* The part's device state, with its GPU made current for this thread (parts run on the OpenMP
+ * threads, and each thread has its own current device). */
+static swe_gpu *use(const swe_part *s) {
+  cudaSetDevice(s->device);
+  return gpu_of(s);
+}
 
 static void check(cudaError_t e, const char *what) {
   if (e != cudaSuccess) {
@@ -282,14 +291,14 @@ static int empty(swe_region r) { return r.i0 >= r.i1 || r.j0 >= r.j1; }
 static void gpu_refresh_velocities(swe_part *s, swe_region r) {
   if (empty(r))
     return;
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   k_velocity<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(g->dev, k, region(r),
                                                                       s->origin);
 }
 
 static void gpu_fill_boundaries(swe_part *s, double t) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   for (int side = 0; side < 4; side++) {
     const ts_swe_bc *bc = &s->p->bc[side];
@@ -310,7 +319,7 @@ static void gpu_fill_boundaries(swe_part *s, double t) {
 }
 
 static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   if (amax)
     check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
@@ -329,7 +338,7 @@ static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
 }
 
 static void gpu_impose_inflow(swe_part *s, double t) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   for (int side = 0; side < 4; side++) {
     if (s->p->bc[side].type != TS_BC_INFLOW || s->bc_cells[side] == 0 || s->internal[side])
       continue;
@@ -343,7 +352,7 @@ static void gpu_impose_inflow(swe_part *s, double t) {
 static void gpu_drain(swe_part *s, swe_region r, double dt) {
   if (empty(r))
     return;
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   k_drain<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
       g->dev, k, region(r), s->origin, (ts_real)dt, g->corr_x, g->corr_y, tiles_of(s));
@@ -352,7 +361,7 @@ static void gpu_drain(swe_part *s, swe_region r, double dt) {
 static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
   if (empty(r))
     return 0;
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   k_update<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
       g->dev, k, region(r), s->origin, (ts_real)dt, stage, g->bad, tiles_of(s));
@@ -362,7 +371,7 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
 /* The tile mask on the device, by the CPU's rule; the host's work list stays full (host code
  * on the mirror reads every tile). */
 static void gpu_tile_mask(swe_part *s, swe_region valid) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   int ntiles = s->tiles_x * s->tiles_y;
   s->ntile_list = ntiles;
   for (int t = 0; t < ntiles; t++)
@@ -384,14 +393,14 @@ static void gpu_tile_mask(swe_part *s, swe_region valid) {
 }
 
 static void gpu_maxima(swe_part *s) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   k_maxima<<<blocks_for(s->own, 0, 0, block2d), block2d, 0, g->stream>>>(
       g->dev, region(s->own), s->origin, (ts_real)s->p->dry_depth, s->p->arrival_depth, s->t,
       g->max[0], g->max[1], g->max[2], g->max[3], tiles_of(s));
 }
 
 static int gpu_take_bad(swe_part *s) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   int bad = 0;
   check(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, g->stream), "copy");
   check(cudaStreamSynchronize(g->stream), "step");
@@ -402,7 +411,7 @@ static int gpu_take_bad(swe_part *s) {
 
 /* Host and device arrays of the part that the mirror copies: the state, velocities, maxima. */
 static void mirror(swe_part *s, int down) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   size_t rb = (size_t)s->plane * sizeof(ts_real), db = (size_t)s->plane * sizeof(double);
   void *host_r[6] = {s->w, s->hu, s->hv, s->w_carry, s->u, s->v};
   void *dev_r[6] = {g->dev.w, g->dev.hu, g->dev.hv, g->dev.w_carry, g->dev.u, g->dev.v};
@@ -442,7 +451,7 @@ static __global__ void k_gather(swe_arrays a, const double *const *max, const in
 static void gpu_to_host_cells(swe_part *s, const int64_t *cells, int n) {
   if (n <= 0)
     return;
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   size_t bytes = (size_t)n * (sizeof(int64_t) + 5 * sizeof(ts_real) + 4 * sizeof(double)) +
                  4 * sizeof(double *);
   char *dev = NULL, *host = (char *)malloc(bytes);
@@ -476,7 +485,7 @@ static void gpu_to_host_cells(swe_part *s, const int64_t *cells, int n) {
 static void gpu_to_device(swe_part *s) { mirror(s, 0); }
 
 static void gpu_release(swe_part *s) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   if (!g)
     return;
   cudaSetDevice(s->device);
@@ -528,6 +537,14 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
     return ts_error(TS_ERR_NOMEM, "out of memory");
   s->gpu = g;
   s->device = device;
+  int ndev = 0;
+  cudaGetDeviceCount(&ndev);
+  for (int peer = 0; peer < ndev; peer++) {
+    int can = 0;
+    if (peer != device && cudaDeviceCanAccessPeer(&can, device, peer) == cudaSuccess && can)
+      cudaDeviceEnablePeerAccess(peer, 0); /* "already enabled" is fine */
+  }
+  cudaGetLastError();
   check(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "stream");
   size_t rb = (size_t)s->plane * sizeof(ts_real), db = (size_t)s->plane * sizeof(double);
   swe_arrays host = swe_part_arrays(s);
@@ -615,3 +632,50 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .take_bad = gpu_take_bad,
     .release = gpu_release,
 };
+
+/* The state fields of a GPU part in device memory, for halo copies between devices. */
+extern "C" int SWE_CUDA_FIELDS(const swe_part *s, ts_halo_field *out) {
+  const swe_gpu *g = gpu_of(s);
+  ts_halo_field f;
+  memset(&f, 0, sizeof f);
+  f.ncomp = 4;
+  f.elem = sizeof(ts_real);
+  f.comp[0] = g->dev.w;
+  f.comp[1] = g->dev.hu;
+  f.comp[2] = g->dev.hv;
+  f.comp[3] = g->dev.w_carry;
+  f.origin = s->origin;
+  f.stride[0] = 1;
+  f.stride[1] = s->row;
+  f.lo[0] = s->gi0;
+  f.lo[1] = s->gj0;
+  out[0] = f;
+  return 1;
+}
+
+#if !TS_REAL_DOUBLE /* once for both precisions */
+/* Halo copies between GPU parts of one process: one 2D copy per component, between devices
+ * through peer access where the GPUs have it. */
+extern "C" void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
+                                  const ts_halo_field *from, const ts_halo_field *to) {
+  for (int f = 0; f < nfields; f++) {
+    size_t e = from[f].elem, width = (size_t)(box->hi[0] - box->lo[0]) * e;
+    int64_t so = from[f].origin + (box->lo[0] - from[f].lo[0]) +
+                 (int64_t)(box->lo[1] - from[f].lo[1]) * from[f].stride[1];
+    int64_t dof = to[f].origin + (box->lo[0] - to[f].lo[0]) +
+                  (int64_t)(box->lo[1] - to[f].lo[1]) * to[f].stride[1];
+    for (int c = 0; c < from[f].ncomp; c++)
+      if (masks[f] >> c & 1u)
+        check(cudaMemcpy2D((char *)to[f].comp[c] + (size_t)dof * e, (size_t)to[f].stride[1] * e,
+                           (const char *)from[f].comp[c] + (size_t)so * e,
+                           (size_t)from[f].stride[1] * e, width, (size_t)(box->hi[1] - box->lo[1]),
+                           cudaMemcpyDefault),
+              "halo copy");
+  }
+}
+
+/* Waits for a part's queued work (before its arrays are copied outside its stream). */
+extern "C" void swe_cuda_sync(const swe_part *s) {
+  check(cudaStreamSynchronize(use(s)->stream), "synchronisation");
+}
+#endif

@@ -62,8 +62,23 @@ ts_status swe_build_halo_plan(ts_swe *s) {
     return ts_error(TS_ERR_NOMEM, "out of memory");
   for (int sub = 0; sub < nsub; sub++)
     halo_window(s, sub, &windows[sub]);
-  for (int k = 0; k < s->nparts; k++)
-    swe_part_fields(s->parts[k], 0, &s->fields[s->parts[k]->sub]);
+#if TESSERA_HAVE_CUDA
+  /* GPU parts of one process exchange halos on the devices; across ranks through the host. */
+  s->device_halo = s->backend == TS_BACKEND_CUDA && s->nranks == 1;
+#endif
+  for (int k = 0; k < s->nparts; k++) {
+    ts_halo_field *f = &s->fields[s->parts[k]->sub];
+#if TESSERA_HAVE_CUDA
+    if (s->device_halo) {
+      if (s->p.precision == TS_DOUBLE)
+        swe_cuda_fields_double(s->parts[k], f);
+      else
+        swe_cuda_fields_float(s->parts[k], f);
+      continue;
+    }
+#endif
+    swe_part_fields(s->parts[k], 0, f);
+  }
   ts_halo_field layout = s->fields[s->parts[0]->sub];
   ts_halo_spec spec = {.nsub = nsub,
                        .sub_rank = s->sub_rank,
@@ -73,6 +88,10 @@ ts_status swe_build_halo_plan(ts_swe *s) {
                        .nfields = 1,
                        .layout = &layout};
   ts_status st = ts_halo_plan_create(&s->halo, s->comm, &spec);
+#if TESSERA_HAVE_CUDA
+  if (st == TS_OK && s->device_halo)
+    ts_halo_set_copier(s->halo, swe_cuda_copy_box);
+#endif
   free(windows);
   return st;
 }
@@ -90,8 +109,15 @@ static void refresh_halo(swe_part *p, void *arg) {
 }
 
 static ts_status start_exchange(ts_swe *s) {
-  for (int k = 0; k < s->nparts; k++)
+  for (int k = 0; k < s->nparts; k++) {
+#if TESSERA_HAVE_CUDA
+    if (s->device_halo) {
+      swe_cuda_sync(s->parts[k]);
+      continue;
+    }
+#endif
     swe_part_to_host(s->parts[k]);
+  }
   TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
   s->in_flight = 1;
   s->cycle = 0;
@@ -103,7 +129,7 @@ ts_status swe_finish_exchange(ts_swe *s) {
     return TS_OK;
   s->in_flight = 0;
   TS_CALL(ts_halo_finish(s->halo, s->fields));
-  if (s->backend == TS_BACKEND_CUDA)
+  if (s->backend == TS_BACKEND_CUDA && !s->device_halo)
     for (int k = 0; k < s->nparts; k++)
       swe_part_changed_on_host(s->parts[k]); /* the halo cells came in on the host */
   else
