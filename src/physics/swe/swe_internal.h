@@ -126,6 +126,7 @@ int swe_cuda_fields_double(const swe_part *s, ts_halo_field *out);
 void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
                        const ts_halo_field *from, const ts_halo_field *to);
 void swe_cuda_sync(const swe_part *s);
+void swe_cuda_device_sync(const swe_part *s);
 #endif
 
 static inline int64_t swe_index(const swe_part *s, int i, int j) {

@@ -678,4 +678,11 @@ extern "C" void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t
 extern "C" void swe_cuda_sync(const swe_part *s) {
   check(cudaStreamSynchronize(use(s)->stream), "synchronisation");
 }
+
+/* Waits for everything queued on a part's GPU, the halo copies included: device-to-device
+ * copies return before they are done, on streams the parts' own streams do not wait for. */
+extern "C" void swe_cuda_device_sync(const swe_part *s) {
+  use(s);
+  check(cudaDeviceSynchronize(), "synchronisation");
+}
 #endif

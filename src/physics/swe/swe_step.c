@@ -119,6 +119,10 @@ static ts_status start_exchange(ts_swe *s) {
     swe_part_to_host(s->parts[k]);
   }
   TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
+#if TESSERA_HAVE_CUDA
+  for (int k = 0; k < s->nparts && s->device_halo; k++)
+    swe_cuda_device_sync(s->parts[k]);
+#endif
   s->in_flight = 1;
   s->cycle = 0;
   return TS_OK;
