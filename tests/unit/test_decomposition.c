@@ -109,6 +109,13 @@ int main(void) {
       wet += ref.vars[0][c] > 0.01;
     CHECK(wet > 200 && wet < NX * NY - 200, "%s reference: %d of %d cells wet at t = %.2f s",
           ts_precision_name(precs[pi]), wet, NX * NY, ref.t);
+    /* Maxima start at t = 0: cells wet from the start arrived at t = 0 (vars[6]: arrival). */
+    int late = 0;
+    for (int j = 13; j < 30; j++)
+      for (int i = 0; i < 10; i++)
+        late += ref.vars[6][i + j * NX] != 0;
+    CHECK(late == 0, "%s: initially wet cells have arrival time 0 (%d do not)",
+          ts_precision_name(precs[pi]), late);
     struct {
       ts_decomp_kind kind;
       int count, px, py, k, early, overlap, move;

@@ -324,6 +324,14 @@ double swe_inflow_discharge(const ts_swe_params *p, int side, double t) {
   return q[k] + a * (q[k + 1] - q[k]);
 }
 
+double swe_inflow_unit(const swe_part *s, int side, double t, int signed_axis) {
+  if (s->p->bc[side].type != TS_BC_INFLOW || s->bc_cells[side] == 0)
+    return 0;
+  double width = s->bc_cells[side] * s->grid.dx[side < 2 ? 1 : 0];
+  double q = swe_inflow_discharge(s->p, side, t) / width;
+  return signed_axis && (side == TS_EAST || side == TS_NORTH) ? -q : q;
+}
+
 double ts_swe_time(const ts_swe *s) { return s->t; }
 int64_t ts_swe_steps(const ts_swe *s) { return s->steps; }
 const ts_grid *ts_swe_grid(const ts_swe *s) { return &s->grid; }

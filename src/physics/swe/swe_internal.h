@@ -135,6 +135,10 @@ static inline int64_t swe_index(const swe_part *s, int i, int j) {
 
 /* Discharge q (m3/s) of side `side` at time t from its hydrograph (linear, held at the ends). */
 double swe_inflow_discharge(const ts_swe_params *p, int side, double t);
+/* Unit discharge (m2/s) through an inflow side at time t: q over the width of its active cells
+ * (0 when it has none); signed along the axis (negative on the east and north sides) when
+ * `signed_axis`, as the ghost cells store it. */
+double swe_inflow_unit(const swe_part *s, int side, double t, int signed_axis);
 
 /* ---- the solver: this rank's parts, the split, the halo plan */
 

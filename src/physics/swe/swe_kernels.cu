@@ -304,13 +304,7 @@ static void gpu_fill_boundaries(swe_part *s, double t) {
     const ts_swe_bc *bc = &s->p->bc[side];
     if (bc->type == TS_BC_WALL || s->internal[side])
       continue;
-    double q_unit = 0;
-    if (bc->type == TS_BC_INFLOW && s->bc_cells[side] > 0) {
-      double width = s->bc_cells[side] * s->grid.dx[side < 2 ? 1 : 0];
-      q_unit = swe_inflow_discharge(s->p, side, t) / width;
-      if (side == TS_EAST || side == TS_NORTH)
-        q_unit = -q_unit;
-    }
+    double q_unit = swe_inflow_unit(s, side, t, 1);
     int n = (side < 2 ? s->ny : s->nx) * SWE_GHOST;
     k_fill_side<<<(n + 127) / 128, 128, 0, g->stream>>>(g->dev, k, side, (int)bc->type,
                                                         (ts_real)bc->level, (ts_real)q_unit, s->nx,
@@ -342,8 +336,7 @@ static void gpu_impose_inflow(swe_part *s, double t) {
   for (int side = 0; side < 4; side++) {
     if (s->p->bc[side].type != TS_BC_INFLOW || s->bc_cells[side] == 0 || s->internal[side])
       continue;
-    double width = s->bc_cells[side] * s->grid.dx[side < 2 ? 1 : 0];
-    ts_real q = (ts_real)(swe_inflow_discharge(s->p, side, t) / width);
+    ts_real q = (ts_real)swe_inflow_unit(s, side, t, 0);
     int n = side < 2 ? s->ny : s->nx;
     k_inflow<<<(n + 127) / 128, 128, 0, g->stream>>>(g->dev, side, s->nx, s->ny, s->origin, q);
   }
