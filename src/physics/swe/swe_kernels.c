@@ -134,21 +134,10 @@ static void kernels_fill_boundaries(swe_part *s, double t) {
       continue;
     double q_unit = swe_inflow_unit(s, side, t, 1);
     int along = side < 2 ? ny : nx;
-    for (int at = 0; at < along; at++) {
-      for (int layer = 1; layer <= SWE_GHOST; layer++) {
-        int gi, gj, ii, ij;
-        switch (side) {
-        case TS_WEST: gi = -layer, gj = at, ii = 0, ij = at; break;
-        case TS_EAST: gi = nx - 1 + layer, gj = at, ii = nx - 1, ij = at; break;
-        case TS_SOUTH: gi = at, gj = -layer, ii = at, ij = 0; break;
-        default: gi = at, gj = ny - 1 + layer, ii = at, ij = ny - 1; break;
-        }
-        int64_t g = swe_index(s, gi, gj), in = swe_index(s, ii, ij);
-        if (s->active[g])
-          swe_fill_ghost(&a, &k, (int)bc->type, (ts_real)bc->level, g, in, side < 2,
-                         (ts_real)q_unit);
-      }
-    }
+    for (int at = 0; at < along; at++)
+      for (int layer = 1; layer <= SWE_GHOST; layer++)
+        swe_fill_side_ghost(&a, &k, s->origin, nx, ny, side, at, layer, (int)bc->type,
+                            (ts_real)bc->level, (ts_real)q_unit);
   }
 }
 
@@ -246,26 +235,14 @@ static void kernels_fluxes(swe_part *s, swe_region r, double amax[2]) {
 /* Override the mass flux through inflow sides with the prescribed discharge, so the volume that
  * enters is exactly the hydrograph's. */
 static void kernels_impose_inflow(swe_part *s, double t) {
+  swe_arrays a = swe_part_arrays(s);
   for (int side = 0; side < 4; side++) {
     if (s->p->bc[side].type != TS_BC_INFLOW || s->bc_cells[side] == 0 || s->internal[side])
       continue;
     ts_real q = (ts_real)swe_inflow_unit(s, side, t, 0);
     int along = side < 2 ? s->ny : s->nx;
-    for (int a = 0; a < along; a++) {
-      int i, j;
-      switch (side) {
-      case TS_WEST: i = 0, j = a; break;
-      case TS_EAST: i = s->nx, j = a; break;
-      case TS_SOUTH: i = a, j = 0; break;
-      default: i = a, j = s->ny; break;
-      }
-      int64_t f = swe_index(s, i, j);
-      int64_t inner = side == TS_EAST ? f - 1 : (side == TS_NORTH ? f - s->row : f);
-      if (!s->active[inner])
-        continue;
-      ts_real *mass = A(side < 2 ? s->fx[0] : s->fy[0]);
-      mass[f] = (side == TS_EAST || side == TS_NORTH) ? -q : q;
-    }
+    for (int at = 0; at < along; at++)
+      swe_impose_side_flux(&a, s->origin, s->nx, s->ny, side, at, q);
   }
 }
 

@@ -119,16 +119,8 @@ static __global__ void k_fill_side(swe_arrays a, swe_consts k, int side, int typ
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= along * SWE_GHOST)
     return;
-  int at = t / SWE_GHOST, layer = 1 + t % SWE_GHOST, gi, gj, ii, ij;
-  switch (side) {
-  case TS_WEST: gi = -layer, gj = at, ii = 0, ij = at; break;
-  case TS_EAST: gi = nx - 1 + layer, gj = at, ii = nx - 1, ij = at; break;
-  case TS_SOUTH: gi = at, gj = -layer, ii = at, ij = 0; break;
-  default: gi = at, gj = ny - 1 + layer, ii = at, ij = ny - 1; break;
-  }
-  int64_t g = origin + gi + gj * a.row, in = origin + ii + ij * a.row;
-  if (a.active[g])
-    swe_fill_ghost(&a, &k, type, level, g, in, side < 2, q_unit);
+  swe_fill_side_ghost(&a, &k, origin, nx, ny, side, t / SWE_GHOST, 1 + t % SWE_GHOST, type, level,
+                      q_unit);
 }
 
 __device__ static inline void block_max(ts_real v, swe_bits *out) {
@@ -208,12 +200,7 @@ static __global__ void k_inflow(swe_arrays a, int side, int nx, int ny, int64_t 
   int at = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (at >= along)
     return;
-  int i = side == TS_WEST ? 0 : (side == TS_EAST ? nx : at);
-  int j = side == TS_SOUTH ? 0 : (side == TS_NORTH ? ny : at);
-  int64_t f = origin + i + j * a.row;
-  int64_t inner = side == TS_EAST ? f - 1 : (side == TS_NORTH ? f - a.row : f);
-  if (a.active[inner])
-    (side < 2 ? a.fx[0] : a.fy[0])[f] = (side == TS_EAST || side == TS_NORTH) ? -q : q;
+  swe_impose_side_flux(&a, origin, nx, ny, side, at, q);
 }
 
 static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, ts_real dry,

@@ -142,6 +142,36 @@ TS_HD static inline void swe_fill_ghost(const swe_arrays *a, const swe_consts *k
   swe_cell_velocity(a, k, g);
 }
 
+/* Ghost cell `layer` (1..SWE_GHOST) beyond global side `side` of a window of nx x ny cells whose
+ * cell (0,0) is element `origin`, at position `at` along the side: filled from the edge cell it
+ * faces (swe_fill_ghost) when it takes part. */
+TS_HD static inline void swe_fill_side_ghost(const swe_arrays *a, const swe_consts *k,
+                                             int64_t origin, int nx, int ny, int side, int at,
+                                             int layer, int type, ts_real level, ts_real q_unit) {
+  int gi, gj, ii, ij;
+  switch (side) {
+  case 0 /* west */: gi = -layer, gj = at, ii = 0, ij = at; break;
+  case 1 /* east */: gi = nx - 1 + layer, gj = at, ii = nx - 1, ij = at; break;
+  case 2 /* south */: gi = at, gj = -layer, ii = at, ij = 0; break;
+  default /* north */: gi = at, gj = ny - 1 + layer, ii = at, ij = ny - 1; break;
+  }
+  int64_t g = origin + gi + gj * a->row, in = origin + ii + ij * a->row;
+  if (a->active[g])
+    swe_fill_ghost(a, k, type, level, g, in, side < 2, q_unit);
+}
+
+/* The mass flux through the boundary face of side `side` at position `at` becomes the inflow's
+ * unit discharge q (m2/s into the domain) where the cell inside is active. */
+TS_HD static inline void swe_impose_side_flux(const swe_arrays *a, int64_t origin, int nx, int ny,
+                                              int side, int at, ts_real q) {
+  int i = side == 0 ? 0 : (side == 1 ? nx : at);
+  int j = side == 2 ? 0 : (side == 3 ? ny : at);
+  int64_t f = origin + i + j * a->row;
+  int64_t inner = side == 1 ? f - 1 : (side == 3 ? f - a->row : f);
+  if (a->active[inner])
+    (side < 2 ? a->fx[0] : a->fy[0])[f] = (side == 1 || side == 3) ? -q : q;
+}
+
 /* Outflow limiter of cell c: the fraction of its outgoing fluxes it can deliver in dt without
  * its depth going negative (the "draining time step" of Bollermann et al.). Also its speed cap:
  * the largest characteristic speed of the cell and its four neighbours. No flow accelerates water
