@@ -530,22 +530,18 @@ void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active
   for (int k = 0; k < s->nparts; k++)
     s->parts[k]->k->tiles_wet(s->parts[k], tile, tx, wet);
   ts_comm_sum_i64(s->comm, wet, tx * ty);
-  if (s->early_exit) {
+  unsigned char *flags = malloc((size_t)tx * ty);
+  if (s->early_exit && flags) {
+    for (int64_t t = 0; t < (int64_t)tx * ty; t++)
+      flags[t] = wet[t] != 0;
+    unsigned feeds = swe_feeding_sides(&s->p, NULL);
     int64_t active = 0;
     for (int y = 0; y < ty; y++)
-      for (int x = 0; x < tx; x++) {
-        int on[4] = {x == 0, x == tx - 1, y == 0, y == ty - 1}, hit = 0;
-        for (int side = 0; side < 4; side++)
-          hit |=
-              on[side] && (s->p.bc[side].type == TS_BC_LEVEL || s->p.bc[side].type == TS_BC_INFLOW);
-        for (int dy = -1; dy <= 1 && !hit; dy++)
-          for (int dx = -1; dx <= 1 && !hit; dx++)
-            hit = x + dx >= 0 && y + dy >= 0 && x + dx < tx && y + dy < ty &&
-                  wet[(x + dx) + (int64_t)(y + dy) * tx];
-        active += hit;
-      }
+      for (int x = 0; x < tx; x++)
+        active += swe_tile_on(flags, tx, ty, x, y, feeds);
     *active_tiles = active;
   }
+  free(flags);
   free(wet);
 }
 

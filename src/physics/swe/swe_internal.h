@@ -8,6 +8,7 @@
 #ifndef TESSERA_SWE_INTERNAL_H
 #define TESSERA_SWE_INTERNAL_H
 
+#include "core/hd.h"
 #include "tessera/comm.h"
 #include "tessera/halo.h"
 #include "tessera/swe.h"
@@ -131,6 +132,34 @@ void swe_cuda_device_sync(const swe_part *s);
 
 static inline int64_t swe_index(const swe_part *s, int i, int j) {
   return s->origin + i + j * s->row;
+}
+
+/* Sides (bit `side`) whose level or inflow boundary feeds the edge tiles: always computed, as
+ * water may enter them from outside. internal: sides facing other subdomains (none: NULL). */
+static inline unsigned swe_feeding_sides(const ts_swe_params *p, const int *internal) {
+  unsigned feeds = 0;
+  for (int side = 0; side < 4; side++) {
+    ts_bc_type type = p->bc[side].type;
+    if ((!internal || !internal[side]) && (type == TS_BC_LEVEL || type == TS_BC_INFLOW))
+      feeds |= 1u << side;
+  }
+  return feeds;
+}
+
+/* The early-exit rule, for CPU, GPU and the whole-grid report alike: tile (tx, ty) of nx x ny
+ * is computed when a feeding side touches it or it or one of its 8 neighbours holds water. Water
+ * moves at most one cell per stage, so with tiles of at least 2 x 2 cells no water reaches a
+ * skipped tile in a step. */
+TS_HD static inline int swe_tile_on(const unsigned char *wet, int nx, int ny, int tx, int ty,
+                                    unsigned feeds) {
+  int hit = ((feeds & 1u) && tx == 0) || ((feeds & 2u) && tx == nx - 1) ||
+            ((feeds & 4u) && ty == 0) || ((feeds & 8u) && ty == ny - 1);
+  for (int dy = -1; dy <= 1 && !hit; dy++)
+    for (int dx = -1; dx <= 1 && !hit; dx++) {
+      int x = tx + dx, y = ty + dy;
+      hit = x >= 0 && y >= 0 && x < nx && y < ny && wet[x + (int64_t)y * nx];
+    }
+  return hit;
 }
 
 /* Discharge q (m3/s) of side `side` at time t from its hydrograph (linear, held at the ends). */

@@ -340,18 +340,6 @@ static int64_t kernels_wet_cells(const swe_part *s) {
   return n;
 }
 
-/* Does a level or inflow boundary of the global grid touch tile (tx, ty)? Such tiles are always
- * computed, since water may enter them from outside. */
-static int boundary_feeds_tile(const swe_part *s, int tx, int ty) {
-  int on_side[4] = {tx == 0, tx == s->tiles_x - 1, ty == 0, ty == s->tiles_y - 1};
-  for (int side = 0; side < 4; side++) {
-    ts_bc_type type = s->p->bc[side].type;
-    if (on_side[side] && !s->internal[side] && (type == TS_BC_LEVEL || type == TS_BC_INFLOW))
-      return 1;
-  }
-  return 0;
-}
-
 /* Tile activity: a tile is active when it or one of its 8 neighbours holds water (depth > 0).
  * Water moves at most one cell per stage, so with tiles of at least 2 x 2 cells no water
  * reaches a skipped tile in a step. Tiles with cells outside `valid` (halo cells not yet
@@ -382,19 +370,11 @@ static void kernels_tile_mask(swe_part *s, swe_region valid) {
       }
     s->tile_wet[k] = (unsigned char)any;
   }
+  unsigned feeds = swe_feeding_sides(s->p, s->internal);
   s->ntile_list = 0;
-  for (int k = 0; k < ntiles; k++) {
-    int tx = k % s->tiles_x, ty = k / s->tiles_x;
-    int on = boundary_feeds_tile(s, tx, ty);
-    for (int dy = -1; dy <= 1 && !on; dy++)
-      for (int dx = -1; dx <= 1 && !on; dx++) {
-        int x = tx + dx, y = ty + dy;
-        on =
-            x >= 0 && y >= 0 && x < s->tiles_x && y < s->tiles_y && s->tile_wet[y * s->tiles_x + x];
-      }
-    if (on)
+  for (int k = 0; k < ntiles; k++)
+    if (swe_tile_on(s->tile_wet, s->tiles_x, s->tiles_y, k % s->tiles_x, k / s->tiles_x, feeds))
       s->tile_list[s->ntile_list++] = k;
-  }
 }
 
 /* Maxima of depth, speed and surface and first arrival over the owned cells of active tiles

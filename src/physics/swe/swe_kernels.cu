@@ -246,15 +246,7 @@ static __global__ void k_tile_dilate(const unsigned char *wet, int tiles_x, int 
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= tiles_x * tiles_y)
     return;
-  int tx = t % tiles_x, ty = t / tiles_x;
-  int hit = ((feeds & 1u) && tx == 0) || ((feeds & 2u) && tx == tiles_x - 1) ||
-            ((feeds & 4u) && ty == 0) || ((feeds & 8u) && ty == tiles_y - 1);
-  for (int dy = -1; dy <= 1 && !hit; dy++)
-    for (int dx = -1; dx <= 1 && !hit; dx++) {
-      int x = tx + dx, y = ty + dy;
-      hit = x >= 0 && y >= 0 && x < tiles_x && y < tiles_y && wet[x + y * tiles_x];
-    }
-  on[t] = (unsigned char)hit;
+  on[t] = (unsigned char)swe_tile_on(wet, tiles_x, tiles_y, t % tiles_x, t / tiles_x, feeds);
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -360,12 +352,7 @@ static void gpu_tile_mask(swe_part *s, swe_region valid) {
     check(cudaMemsetAsync(g->tile_on, 1, (size_t)ntiles, g->stream), "memset");
     return;
   }
-  unsigned feeds = 0;
-  for (int side = 0; side < 4; side++) {
-    ts_bc_type type = s->p->bc[side].type;
-    if (!s->internal[side] && (type == TS_BC_LEVEL || type == TS_BC_INFLOW))
-      feeds |= 1u << side;
-  }
+  unsigned feeds = swe_feeding_sides(s->p, s->internal);
   k_tile_wet<<<dim3((unsigned)s->tiles_x, (unsigned)s->tiles_y), 128, 0, g->stream>>>(
       g->dev, s->origin, s->nx, s->ny, s->p->tile_size, s->tiles_x, region(valid), g->tile_wet);
   k_tile_dilate<<<(ntiles + 127) / 128, 128, 0, g->stream>>>(g->tile_wet, s->tiles_x, s->tiles_y,
