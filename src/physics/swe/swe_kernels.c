@@ -276,7 +276,7 @@ static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
       for (int i = i0; i < i1; i++) {
         int64_t c = swe_index(s, i, j);
         if (s->active[c])
-          bad |= swe_update_cell(&a, &k, c, (ts_real)dt, stage);
+          bad |= swe_update_cell(&a, &a, &k, c, c, (ts_real)dt, stage);
       }
   }
   return bad;

@@ -65,6 +65,9 @@ typedef struct swe_gpu {
   swe_bits *amax; /* 2 */
   int *bad;
   unsigned char *tile_wet, *tile_on; /* early exit: per tile of the window */
+  int mid_step;                      /* the state of the stage lies in (w0, hu0, hv0) */
+  ts_real inflow_q[4];               /* unit discharges imposed by the current stage */
+  int inflow_on[4];
   cudaStream_t stream;
 } swe_gpu;
 
@@ -130,90 +133,330 @@ __device__ static inline void block_max(ts_real v, swe_bits *out) {
     atomicMax(out, swe_to_bits(v));
 }
 
-/* Faces of the cells of r along one axis (x: step 1, y: step row): the face at cell c lies
- * between c - step and c. Stores the flux, the low cell's correction, and the high cell's bed
- * source less nothing yet (completed by k_drain). */
-static __global__ void k_flux(swe_arrays a, swe_consts k, region_t r, region_t own, int64_t origin,
-                              int x_axis, ts_real *corr, swe_bits *amax, tiles_t tiles) {
-  int i, j;
-  int64_t step = x_axis ? 1 : a.row, corner_step = x_axis ? a.row : 1;
-  int in = cell_of(r, x_axis, !x_axis, &i, &j);
-  /* Early exit as on the CPU, whose sweeps compute the faces of the cells of active tiles
-   * (both faces of each cell): a face counts when the tile of its high cell, inside r, or of its
-   * low cell, inside r, is active. */
-  int f = x_axis ? i : j, f0 = x_axis ? r.i0 : r.j0, f1 = x_axis ? r.i1 : r.j1;
-  int high_on = in && f < f1 && tile_on(tiles, i, j);
-  in = in && (high_on || (f > f0 && tile_on(tiles, x_axis ? i - 1 : i, x_axis ? j : j - 1)));
-  ts_real speed = 0;
-  if (in) {
-    int64_t c = origin + i + j * a.row, cl = c - step;
-    int act_l = a.active[cl], act_h = a.active[c];
-    swe_side lo_l = {0, 0, 0, 0, 0}, hi_l = lo_l, lo_h = lo_l, hi_h = lo_l;
-    ts_real bed_lo = swe_face_bed(&a, cl - step, step, corner_step);
-    ts_real bed_mid = swe_face_bed(&a, cl, step, corner_step);
-    ts_real bed_hi = swe_face_bed(&a, c, step, corner_step);
-    if (act_l)
-      swe_reconstruct_cell(&a, &k, cl, step, x_axis, bed_lo, bed_mid, &lo_l, &hi_l);
-    if (act_h)
-      swe_reconstruct_cell(&a, &k, c, step, x_axis, bed_mid, bed_hi, &lo_h, &hi_h);
-    ts_real flux[3], corr_l, corr_h;
-    speed = swe_face_between(&k, act_l, act_h, hi_l, lo_h, flux, &corr_l, &corr_h);
-    ts_real **f = x_axis ? a.fx : a.fy;
-    f[0][c] = flux[0];
-    f[1][c] = flux[1];
-    f[2][c] = flux[2];
-    corr[c] = corr_l;
-    if (high_on)
-      (x_axis ? a.src_x : a.src_y)[c] = act_h ? corr_h + swe_bed_source(lo_h, hi_h, k.g) : 0;
-    int face = x_axis ? i : j, line = x_axis ? j : i;
-    int owned = x_axis ? (face >= own.i0 && face <= own.i1 && line >= own.j0 && line < own.j1)
-                       : (face >= own.j0 && face <= own.j1 && line >= own.i0 && line < own.i1);
-    if (!owned)
-      speed = 0;
+/* ------------------------------------------------------------------ the tile engine
+ *
+ * A block updates one tile of TILE_W x TILE_H cells of a stage in one kernel. It copies the
+ * state, beds and activity of the tile and a ring of SWE_STAGE_REACH cells into shared memory,
+ * computes the velocities there, reconstructs each cell once per axis, the fluxes of every face
+ * of the tile and its first ring, the outflow limiters and speed caps of those cells, and
+ * updates the tile: the passes of the CPU sweep, with the same stage functions (swe_stage.h) on
+ * a tile-sized copy of the arrays. A stage reads one state buffer and writes the other
+ * (neighbouring blocks read the cells a block writes), so the state at the start of the step
+ * needs no copy: stage 0 reads (w, hu, hv) and writes (w0, hu0, hv0); stage 1 reads those and
+ * writes the average back into (w, hu, hv).
+ *
+ * Shared memory holds 14 arrays of the working precision and the reconstructed sides; arrays
+ * whose lives do not overlap share storage (y fluxes over the velocities and corners, one
+ * correction array for both axes, limiters and speed caps over the sides), so that two blocks of
+ * 1024 threads fit on an SM. Loops over the tile have constant extents, chosen so that each
+ * pass is about one round of the block's threads. */
+#define TILE_W 32
+#if TS_REAL_DOUBLE
+#define TILE_H 8
+#define TILE_THREADS 512
+#else
+#define TILE_H 24
+#define TILE_THREADS 1024
+#endif
+static const dim3 tile_threads(32, TILE_THREADS / 32);
+#define RING SWE_STAGE_REACH
+#define SH_ROW (TILE_W + 2 * RING + 1) /* the ring, and one more corner */
+#define SH_COLS (TILE_H + 2 * RING + 1)
+#define SH_PLANE (SH_ROW * SH_COLS)
+#define SH_REALS 14
+
+/* A reconstructed side without its implied bed, which is w - h (swe_reconstruct). */
+struct side_t {
+  ts_real w, h, u, v;
+};
+
+__device__ static inline side_t side_pack(swe_side s) { return side_t{s.w, s.h, s.u, s.v}; }
+__device__ static inline swe_side side_unpack(side_t s) {
+  return swe_side{s.w, s.w - s.h, s.h, s.u, s.v};
+}
+
+/* The shared-memory copy of a tile: the arrays of swe_arrays in the tile's layout (row SH_ROW),
+ * the reconstructed sides of each cell along the axis being computed, and per cell whether it
+ * lies in the window in a tile that early exit computes. */
+struct tile_t {
+  swe_arrays a;
+  ts_real *corr;
+  side_t *lo, *hi;
+  unsigned char *on;
+  int i0, j0; /* local cell at shared index (RING, RING) */
+};
+
+static size_t tile_shared_bytes(void) {
+  return (size_t)SH_PLANE * (SH_REALS * sizeof(ts_real) + 2 * sizeof(side_t) + 2);
+}
+
+__device__ static inline tile_t tile_layout(char *mem, int i0, int j0) {
+  tile_t t;
+  ts_real *r = (ts_real *)mem;
+  t.a.w = r;
+  t.a.hu = r + SH_PLANE;
+  t.a.hv = r + 2 * SH_PLANE;
+  t.a.bed = r + 3 * SH_PLANE;
+  t.a.corner = r + 4 * SH_PLANE;
+  t.a.u = r + 5 * SH_PLANE;
+  t.a.v = r + 6 * SH_PLANE;
+  t.a.char_speed = r + 7 * SH_PLANE;
+  t.a.fx[0] = r + 8 * SH_PLANE;
+  t.a.fx[1] = r + 9 * SH_PLANE;
+  t.a.fx[2] = r + 10 * SH_PLANE;
+  t.corr = r + 11 * SH_PLANE;
+  t.a.src_x = r + 12 * SH_PLANE;
+  t.a.src_y = r + 13 * SH_PLANE;
+  /* computed after the last reconstruction, which reads velocities and corners */
+  t.a.fy[0] = t.a.u;
+  t.a.fy[1] = t.a.v;
+  t.a.fy[2] = (ts_real *)t.a.corner;
+  t.lo = (side_t *)(r + SH_REALS * SH_PLANE);
+  t.hi = t.lo + SH_PLANE;
+  /* computed after the last faces, which read the sides */
+  t.a.drain = (ts_real *)t.lo;
+  t.a.speed_cap = t.a.drain + SH_PLANE;
+  t.a.active = (const unsigned char *)(t.hi + SH_PLANE);
+  t.on = (unsigned char *)t.a.active + SH_PLANE;
+  t.a.w_carry = t.a.w0 = t.a.hu0 = t.a.hv0 = NULL;
+  t.a.friction = NULL;
+  t.a.row = SH_ROW;
+  t.a.start_kept = 1;
+  t.i0 = i0;
+  t.j0 = j0;
+  return t;
+}
+
+#define TILE_FOR(e, n)                                                                             \
+  for (int e = (int)(threadIdx.x + threadIdx.y * blockDim.x); e < (n);                             \
+       e += (int)(blockDim.x * blockDim.y))
+
+/* Local cell of shared index e. */
+__device__ static inline void tile_cell(const tile_t *t, int e, int *i, int *j) {
+  *i = t->i0 - RING + e % SH_ROW;
+  *j = t->j0 - RING + e / SH_ROW;
+}
+
+/* Copies the state `in` (w, hu, hv), beds and activity of the tile and its ring; cells outside
+ * the part's padded layout are inactive. Cells of the window in tiles that early exit skipped
+ * were not written by the first stage: with `start` (the second stage), their state comes from
+ * the start of the step, as on the CPU, whose single state they kept. Then the velocities. */
+__device__ static void tile_load(tile_t *t, const swe_arrays *g, const swe_arrays *in,
+                                 const swe_arrays *start, tiles_t tiles, const swe_consts *k,
+                                 int64_t origin, int nx, int ny) {
+  TILE_FOR(e, SH_PLANE) {
+    int i, j;
+    tile_cell(t, e, &i, &j);
+    int inside = i >= -SWE_GHOST && i <= nx + SWE_GHOST && j >= -SWE_GHOST && j <= ny + SWE_GHOST;
+    int window = i >= 0 && i < nx && j >= 0 && j < ny, on = window && tile_on(tiles, i, j);
+    t->on[e] = (unsigned char)on;
+    const swe_arrays *from = start && window && !on ? start : in;
+    int64_t c = origin + i + (int64_t)j * g->row;
+    t->a.w[e] = inside ? from->w[c] : SWE_R(0);
+    t->a.hu[e] = inside ? from->hu[c] : SWE_R(0);
+    t->a.hv[e] = inside ? from->hv[c] : SWE_R(0);
+    ((ts_real *)t->a.bed)[e] = inside ? g->bed[c] : SWE_R(0);
+    ((ts_real *)t->a.corner)[e] = inside ? g->corner[c] : SWE_R(0);
+    ((unsigned char *)t->a.active)[e] = inside ? g->active[c] : 0;
   }
-  block_max(speed, amax);
+  __syncthreads();
+  TILE_FOR(e, SH_PLANE) { swe_cell_velocity(&t->a, k, e); }
+  __syncthreads();
 }
 
-static __global__ void k_drain(swe_arrays a, swe_consts k, region_t r, int64_t origin, ts_real dt,
-                               const ts_real *corr_x, const ts_real *corr_y, tiles_t tiles) {
-  int i, j;
-  if (!cell_of(r, 0, 0, &i, &j) || !tile_on(tiles, i, j))
-    return;
-  int64_t c = origin + i + j * a.row;
-  a.src_x[c] = a.src_x[c] - corr_x[c + 1];
-  a.src_y[c] = a.src_y[c] - corr_y[c + a.row];
-  swe_drain_cell(&a, &k, c, dt);
+/* Reconstructs, along one axis, ALONG x LINES cells of the tile from shared cell (lo_cell,
+ * lo_line) (along, across the axis); inactive cells get zero sides (faces ignore them). The
+ * extents are constants, the same for a tile cut short by its region's end (the cells past it
+ * are computed for nothing). Without FULL only what the wave speeds need is kept. */
+template <int ALONG, int LINES, bool FULL>
+__device__ static void tile_reconstruct(tile_t *t, const swe_consts *k, int x_axis, int lo_cell,
+                                        int lo_line) {
+  int step = x_axis ? 1 : SH_ROW, corner_step = x_axis ? SH_ROW : 1;
+  TILE_FOR(n, ALONG * LINES) {
+    int a = lo_cell + n % ALONG, b = lo_line + n / ALONG;
+    int c = x_axis ? a + b * SH_ROW : b + a * SH_ROW;
+    swe_side lo = {0, 0, 0, 0, 0}, hi = lo;
+    if (t->a.active[c])
+      swe_reconstruct_cell(&t->a, k, c, step, x_axis,
+                           swe_face_bed(&t->a, c - step, step, corner_step),
+                           swe_face_bed(&t->a, c, step, corner_step), &lo, &hi);
+    if (!FULL)
+      lo.v = hi.v = 0;
+    t->lo[c] = side_pack(lo);
+    t->hi[c] = side_pack(hi);
+  }
 }
 
-static __global__ void k_update(swe_arrays a, swe_consts k, region_t r, int64_t origin, ts_real dt,
-                                int stage, int *bad, tiles_t tiles) {
-  int i, j;
-  if (!cell_of(r, 0, 0, &i, &j) || !tile_on(tiles, i, j))
+/* Faces of one axis between shared cells, ALONG x LINES from face (lo_face, lo_line): the face
+ * at c lies between c - step and c. With FULL, stores the flux, the low cell's correction, and
+ * the high cell's correction plus its bed source in src (completed with the high face's
+ * correction later). Returns the largest wave speed of the faces that `counts` accepts. */
+template <int ALONG, int LINES, bool FULL, typename Counts>
+__device__ static ts_real tile_faces(tile_t *t, const swe_consts *k, int x_axis, int lo_face,
+                                     int lo_line, Counts counts) {
+  int step = x_axis ? 1 : SH_ROW;
+  ts_real *f0 = x_axis ? t->a.fx[0] : t->a.fy[0], *f1 = x_axis ? t->a.fx[1] : t->a.fy[1];
+  ts_real *f2 = x_axis ? t->a.fx[2] : t->a.fy[2], *src = x_axis ? t->a.src_x : t->a.src_y;
+  ts_real amax = 0;
+  TILE_FOR(n, ALONG * LINES) {
+    int a = lo_face + n % ALONG, b = lo_line + n / ALONG;
+    int c = x_axis ? a + b * SH_ROW : b + a * SH_ROW, cl = c - step;
+    int act_l = t->a.active[cl], act_h = t->a.active[c];
+    swe_side lo_h = side_unpack(t->lo[c]);
+    ts_real f[3], corr_l, corr_h;
+    ts_real speed =
+        swe_face_between(k, act_l, act_h, side_unpack(t->hi[cl]), lo_h, f, &corr_l, &corr_h);
+    if (FULL) {
+      f0[c] = f[0];
+      f1[c] = f[1];
+      f2[c] = f[2];
+      t->corr[c] = corr_l;
+      src[c] = act_h ? corr_h + swe_bed_source(lo_h, side_unpack(t->hi[c]), k->g) : SWE_R(0);
+    }
+    if (counts(x_axis, c, step))
+      amax = swe_max(amax, speed);
+  }
+  return amax;
+}
+
+/* Where a block's tile lies: cells [i0, i1) x [j0, j1) of region r; 0 when no tile of the early
+ * exit mask under it is active. */
+__device__ static int tile_place(region_t r, tiles_t tiles, int *i0, int *i1, int *j0, int *j1) {
+  *i0 = r.i0 + (int)blockIdx.x * TILE_W;
+  *j0 = r.j0 + (int)blockIdx.y * TILE_H;
+  *i1 = min(*i0 + TILE_W, r.i1);
+  *j1 = min(*j0 + TILE_H, r.j1);
+  for (int ty = *j0 / tiles.size; ty <= (*j1 - 1) / tiles.size; ty++)
+    for (int tx = *i0 / tiles.size; tx <= (*i1 - 1) / tiles.size; tx++)
+      if (tiles.on[tx + ty * tiles.nx])
+        return 1;
+  return 0;
+}
+
+/* The largest wave speeds (x, y) over the faces of the cells of r that the CPU sweep counts:
+ * faces of owned cells, where the tile of the high cell (inside r) or of the low cell (inside r)
+ * is active. */
+static __global__ void __launch_bounds__(TILE_THREADS, 2)
+    k_speeds(swe_arrays g, swe_consts k, region_t r, region_t own, int64_t origin, int nx, int ny,
+             swe_bits *amax, tiles_t tiles) {
+  extern __shared__ __align__(16) char shared_mem[];
+  int i0, i1, j0, j1;
+  if (!tile_place(r, tiles, &i0, &i1, &j0, &j1))
     return;
-  int64_t c = origin + i + j * a.row;
-  if (a.active[c] && swe_update_cell(&a, &k, c, dt, stage))
+  tile_t t = tile_layout(shared_mem, i0, j0);
+  tile_load(&t, &g, &g, NULL, tiles, &k, origin, nx, ny);
+  auto counts = [&](int x_axis, int c, int step) {
+    int i, j;
+    tile_cell(&t, c, &i, &j);
+    int f = x_axis ? i : j, line = x_axis ? j : i;
+    int f0 = x_axis ? r.i0 : r.j0, f1 = x_axis ? r.i1 : r.j1;
+    int l0 = x_axis ? r.j0 : r.i0, l1 = x_axis ? r.j1 : r.i1;
+    int on = (f < f1 && t.on[c]) || (f > f0 && t.on[c - step]);
+    int in_r = f >= f0 && f <= f1 && line >= l0 && line < l1;
+    int owned = x_axis ? (f >= own.i0 && f <= own.i1 && line >= own.j0 && line < own.j1)
+                       : (f >= own.j0 && f <= own.j1 && line >= own.i0 && line < own.i1);
+    return on && in_r && owned;
+  };
+  /* the faces of the tile's cells: x faces [RING, RING + TILE_W], y faces [RING, RING + TILE_H] */
+  tile_reconstruct<TILE_W + 2, TILE_H, false>(&t, &k, 1, RING - 1, RING);
+  __syncthreads();
+  ts_real ax = tile_faces<TILE_W + 1, TILE_H, false>(&t, &k, 1, RING, RING, counts);
+  __syncthreads();
+  tile_reconstruct<TILE_H + 2, TILE_W, false>(&t, &k, 0, RING - 1, RING);
+  __syncthreads();
+  ts_real ay = tile_faces<TILE_H + 1, TILE_W, false>(&t, &k, 0, RING, RING, counts);
+  block_max(ax, amax);
+  block_max(ay, amax + 1);
+}
+
+/* Inflow sides of a stage: the unit discharge imposed on their boundary faces. */
+struct inflow_t {
+  ts_real q[4];
+  int on[4];
+};
+
+/* One stage on the tile: fluxes of the faces of the tile and its first ring, limiters and speed
+ * caps of those cells, then the update of the tile's active cells in active early-exit tiles,
+ * from state `in` into `out` (see the head of this section). */
+static __global__ void __launch_bounds__(TILE_THREADS, 2)
+    k_stage(swe_arrays in, swe_arrays out, swe_consts k, region_t r, int64_t origin, int nx, int ny,
+            ts_real dt, int stage, inflow_t inflow, int *bad, tiles_t tiles) {
+  extern __shared__ __align__(16) char shared_mem[];
+  int i0, i1, j0, j1;
+  if (!tile_place(r, tiles, &i0, &i1, &j0, &j1))
+    return;
+  tile_t t = tile_layout(shared_mem, i0, j0);
+  tile_load(&t, &in, &in, stage == 1 ? &out : NULL, tiles, &k, origin, nx, ny);
+  auto none = [](int, int, int) { return 0; };
+  /* The cells of the tile and its first ring: [RING - 1, RING + TILE_W] along x. */
+  const int cells_x = TILE_W + 2, cells_y = TILE_H + 2;
+  tile_reconstruct<TILE_W + 4, cells_y, true>(&t, &k, 1, RING - 2, RING - 1);
+  __syncthreads();
+  tile_faces<TILE_W + 3, cells_y, true>(&t, &k, 1, RING - 1, RING - 1, none);
+  __syncthreads();
+  /* x sources completed (the corrections are then free for y) */
+  TILE_FOR(n, cells_x * cells_y) {
+    int c = (RING - 1 + n % cells_x) + (RING - 1 + n / cells_x) * SH_ROW;
+    t.a.src_x[c] = t.a.src_x[c] - t.corr[c + 1];
+  }
+  tile_reconstruct<TILE_H + 4, cells_x, true>(&t, &k, 0, RING - 2, RING - 1);
+  __syncthreads();
+  tile_faces<TILE_H + 3, cells_x, true>(&t, &k, 0, RING - 1, RING - 1, none);
+  __syncthreads();
+  /* Inflow sides: their boundary faces carry the prescribed discharge. */
+  int64_t sh_origin = (int64_t)(RING - i0) + (int64_t)(RING - j0) * SH_ROW;
+  for (int side = 0; side < 4; side++) {
+    if (!inflow.on[side])
+      continue;
+    int x_side = side < 2, face = side == 0 ? 0 : (side == 1 ? nx : (side == 2 ? 0 : ny));
+    int f_lo = x_side ? i0 - 1 : j0 - 1, f_hi = x_side ? i1 + 1 : j1 + 1;
+    int l_lo = x_side ? max(j0 - 1, 0) : max(i0 - 1, 0);
+    int l_hi = x_side ? min(j1 + 1, ny) : min(i1 + 1, nx);
+    if (face < f_lo || face > f_hi)
+      continue;
+    TILE_FOR(n, l_hi - l_lo) {
+      swe_impose_side_flux(&t.a, sh_origin, nx, ny, side, l_lo + n, inflow.q[side]);
+    }
+  }
+  __syncthreads();
+  /* Limiters and speed caps of the cells of the window among the tile and its first ring (the
+   * others keep a limiter of 1, like the CPU's ghost cells); y sources completed. */
+  TILE_FOR(n, cells_x * cells_y) {
+    int a = RING - 1 + n % cells_x, b = RING - 1 + n / cells_x;
+    int c = a + b * SH_ROW;
+    int i = i0 - RING + a, j = j0 - RING + b;
+    t.a.src_y[c] = t.a.src_y[c] - t.corr[c + SH_ROW];
+    if (i >= 0 && i < nx && j >= 0 && j < ny)
+      swe_drain_cell(&t.a, &k, c, dt);
+    else
+      t.a.drain[c] = SWE_R(1);
+  }
+  __syncthreads();
+  int any_bad = 0;
+  TILE_FOR(n, TILE_W * TILE_H) {
+    int i = i0 + n % TILE_W, j = j0 + n / TILE_W;
+    int cf = (RING + n % TILE_W) + (RING + n / TILE_W) * SH_ROW;
+    if (i < i1 && j < j1 && t.a.active[cf] && t.on[cf])
+      any_bad |= swe_update_cell(&out, &t.a, &k, origin + i + (int64_t)j * out.row, cf, dt, stage);
+  }
+  if (__syncthreads_or(any_bad) && threadIdx.x == 0 && threadIdx.y == 0)
     *bad = 1;
 }
 
-static __global__ void k_inflow(swe_arrays a, int side, int nx, int ny, int64_t origin, ts_real q) {
-  int along = side < 2 ? ny : nx;
-  int at = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (at >= along)
-    return;
-  swe_impose_side_flux(&a, origin, nx, ny, side, at, q);
-}
-
 static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, ts_real dry,
-                                double arrival_depth, double t, double *max_h, double *max_speed,
-                                double *arrival, double *max_eta, tiles_t tiles) {
+                                ts_real kappa, double arrival_depth, double t, double *max_h,
+                                double *max_speed, double *arrival, double *max_eta,
+                                tiles_t tiles) {
   int i, j;
   if (!cell_of(own, 0, 0, &i, &j) || !tile_on(tiles, i, j))
     return;
   int64_t c = origin + i + j * a.row;
   if (!a.active[c] || !(a.w[c] - a.bed[c] > dry))
     return;
-  double h = (double)(a.w[c] - a.bed[c]);
-  double u = (double)a.u[c], v = (double)a.v[c], sp = sqrt(u * u + v * v);
+  ts_real depth = a.w[c] - a.bed[c];
+  double h = (double)depth;
+  double u = (double)swe_velocity(a.hu[c], depth, kappa);
+  double v = (double)swe_velocity(a.hv[c], depth, kappa), sp = sqrt(u * u + v * v);
   if (h > max_h[c])
     max_h[c] = h;
   if (sp > max_speed[c])
@@ -267,13 +510,27 @@ static const dim3 block2d(32, 8);
 
 static int empty(swe_region r) { return r.i0 >= r.i1 || r.j0 >= r.j1; }
 
-static void gpu_refresh_velocities(swe_part *s, swe_region r) {
-  if (empty(r))
-    return;
+/* Velocities of the cells of r, for the host mirror (no kernel reads them: the stage kernels
+ * compute them in their tiles). */
+static void gpu_velocities(swe_part *s, swe_region r) {
   swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   k_velocity<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(g->dev, k, region(r),
                                                                       s->origin);
+}
+
+/* Nothing to do: the device keeps no velocities between passes. */
+static void gpu_refresh_velocities(swe_part *s, swe_region r) { (void)s, (void)r; }
+
+/* The device arrays with the state of the current stage as (w, hu, hv). */
+static swe_arrays stage_state(const swe_gpu *g) {
+  swe_arrays a = g->dev;
+  if (g->mid_step) {
+    a.w = g->dev.w0;
+    a.hu = g->dev.hu0;
+    a.hv = g->dev.hv0;
+  }
+  return a;
 }
 
 static void gpu_fill_boundaries(swe_part *s, double t) {
@@ -285,23 +542,27 @@ static void gpu_fill_boundaries(swe_part *s, double t) {
       continue;
     double q_unit = swe_inflow_unit(s, side, t, 1);
     int n = (side < 2 ? s->ny : s->nx) * SWE_GHOST;
-    k_fill_side<<<(n + 127) / 128, 128, 0, g->stream>>>(g->dev, k, side, (int)bc->type,
+    k_fill_side<<<(n + 127) / 128, 128, 0, g->stream>>>(stage_state(g), k, side, (int)bc->type,
                                                         (ts_real)bc->level, (ts_real)q_unit, s->nx,
                                                         s->ny, s->origin);
   }
 }
 
+static dim3 tiles_for(swe_region r) {
+  return dim3((unsigned)((r.i1 - r.i0 + TILE_W - 1) / TILE_W),
+              (unsigned)((r.j1 - r.j0 + TILE_H - 1) / TILE_H));
+}
+
+/* The first stage's wave speeds (the time step needs them before any update); the fluxes
+ * themselves are computed by the stage kernel. */
 static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
+  if (!amax || empty(r))
+    return;
   swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
-  if (amax)
-    check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
-  k_flux<<<blocks_for(r, 1, 0, block2d), block2d, 0, g->stream>>>(
-      g->dev, k, region(r), region(s->own), s->origin, 1, g->corr_x, g->amax, tiles_of(s));
-  k_flux<<<blocks_for(r, 0, 1, block2d), block2d, 0, g->stream>>>(
-      g->dev, k, region(r), region(s->own), s->origin, 0, g->corr_y, g->amax + 1, tiles_of(s));
-  if (!amax)
-    return; /* no time step to reduce: no need to wait for the device */
+  check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
+  k_speeds<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
+      stage_state(g), k, region(r), region(s->own), s->origin, s->nx, s->ny, g->amax, tiles_of(s));
   swe_bits bits[2];
   check(cudaMemcpyAsync(bits, g->amax, sizeof bits, cudaMemcpyDeviceToHost, g->stream),
         "copy of the wave speeds");
@@ -310,33 +571,50 @@ static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
   amax[1] = fmax(amax[1], (double)swe_from_bits(bits[1]));
 }
 
+/* Records the inflow discharges of the stage for the stage kernel. */
 static void gpu_impose_inflow(swe_part *s, double t) {
-  swe_gpu *g = use(s);
+  swe_gpu *g = gpu_of(s);
   for (int side = 0; side < 4; side++) {
-    if (s->p->bc[side].type != TS_BC_INFLOW || s->bc_cells[side] == 0 || s->internal[side])
-      continue;
-    ts_real q = (ts_real)swe_inflow_unit(s, side, t, 0);
-    int n = side < 2 ? s->ny : s->nx;
-    k_inflow<<<(n + 127) / 128, 128, 0, g->stream>>>(g->dev, side, s->nx, s->ny, s->origin, q);
+    g->inflow_on[side] =
+        s->p->bc[side].type == TS_BC_INFLOW && s->bc_cells[side] != 0 && !s->internal[side];
+    g->inflow_q[side] = g->inflow_on[side] ? (ts_real)swe_inflow_unit(s, side, t, 0) : 0;
   }
 }
 
-static void gpu_drain(swe_part *s, swe_region r, double dt) {
-  if (empty(r))
-    return;
-  swe_gpu *g = use(s);
-  swe_consts k = swe_part_consts(s);
-  k_drain<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
-      g->dev, k, region(r), s->origin, (ts_real)dt, g->corr_x, g->corr_y, tiles_of(s));
-}
+/* Nothing to do: the stage kernel computes the limiters of the cells it updates. */
+static void gpu_drain(swe_part *s, swe_region r, double dt) { (void)s, (void)r, (void)dt; }
 
 static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
-  if (empty(r))
-    return 0;
   swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
-  k_update<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
-      g->dev, k, region(r), s->origin, (ts_real)dt, stage, g->bad, tiles_of(s));
+  swe_arrays in = stage_state(g), out = g->dev;
+  out.u = NULL; /* velocities are recomputed where they are needed */
+  out.start_kept = 1;
+  out.w0 = g->dev.w; /* the start of the step, for stage 1's average */
+  out.hu0 = g->dev.hu;
+  out.hv0 = g->dev.hv;
+  int to_mid = stage == 0 && k.rk_order == 2;
+  if (to_mid || k.rk_order == 1) {
+    /* A stage cannot write the state it reads; first-order steps are copied back after. */
+    out.w = g->dev.w0;
+    out.hu = g->dev.hu0;
+    out.hv = g->dev.hv0;
+  }
+  inflow_t inflow;
+  for (int side = 0; side < 4; side++)
+    inflow.q[side] = g->inflow_q[side], inflow.on[side] = g->inflow_on[side];
+  if (!empty(r))
+    k_stage<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
+        in, out, k, region(r), s->origin, s->nx, s->ny, (ts_real)dt, stage, inflow, g->bad,
+        tiles_of(s));
+  if (k.rk_order == 1) {
+    size_t rb = (size_t)s->plane * sizeof(ts_real);
+    ts_real *from[3] = {g->dev.w0, g->dev.hu0, g->dev.hv0};
+    ts_real *to[3] = {g->dev.w, g->dev.hu, g->dev.hv};
+    for (int a = 0; a < 3; a++)
+      check(cudaMemcpyAsync(to[a], from[a], rb, cudaMemcpyDeviceToDevice, g->stream), "copy");
+  }
+  g->mid_step = to_mid;
   return 0;
 }
 
@@ -362,8 +640,8 @@ static void gpu_tile_mask(swe_part *s, swe_region valid) {
 static void gpu_maxima(swe_part *s) {
   swe_gpu *g = use(s);
   k_maxima<<<blocks_for(s->own, 0, 0, block2d), block2d, 0, g->stream>>>(
-      g->dev, region(s->own), s->origin, (ts_real)s->p->dry_depth, s->p->arrival_depth, s->t,
-      g->max[0], g->max[1], g->max[2], g->max[3], tiles_of(s));
+      g->dev, region(s->own), s->origin, (ts_real)s->p->dry_depth, swe_part_consts(s).kappa,
+      s->p->arrival_depth, s->t, g->max[0], g->max[1], g->max[2], g->max[3], tiles_of(s));
 }
 
 static int gpu_take_bad(swe_part *s) {
@@ -383,8 +661,10 @@ static void mirror(swe_part *s, int down) {
   void *host_r[6] = {s->w, s->hu, s->hv, s->w_carry, s->u, s->v};
   void *dev_r[6] = {g->dev.w, g->dev.hu, g->dev.hv, g->dev.w_carry, g->dev.u, g->dev.v};
   double *host_d[4] = {s->max_h, s->max_speed, s->arrival, s->max_eta};
-  int nr = down ? 6 : 4; /* velocities are recomputed on the device after an upload */
+  int nr = down ? 6 : 4; /* the device keeps no velocities */
   cudaMemcpyKind kind = down ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+  if (down)
+    gpu_velocities(s, swe_region{-SWE_GHOST, s->nx + SWE_GHOST, -SWE_GHOST, s->ny + SWE_GHOST});
   for (int a = 0; a < nr; a++)
     check(cudaMemcpyAsync(down ? host_r[a] : dev_r[a], down ? dev_r[a] : host_r[a], rb, kind,
                           g->stream),
@@ -393,24 +673,23 @@ static void mirror(swe_part *s, int down) {
     check(cudaMemcpyAsync(down ? (void *)host_d[a] : (void *)g->max[a],
                           down ? (void *)g->max[a] : (void *)host_d[a], db, kind, g->stream),
           "copy of the maxima");
-  if (!down)
-    gpu_refresh_velocities(
-        s, swe_region{-SWE_GHOST, s->nx + SWE_GHOST, -SWE_GHOST, s->ny + SWE_GHOST});
   check(cudaStreamSynchronize(g->stream), "copy");
 }
 
 static void gpu_to_host(swe_part *s) { mirror(s, 1); }
 
 /* Gathers the state, velocities and maxima of n cells into one buffer (5 reals, 4 doubles). */
-static __global__ void k_gather(swe_arrays a, const double *const *max, const int64_t *cells, int n,
-                                ts_real *reals, double *doubles) {
+static __global__ void k_gather(swe_arrays a, swe_consts k, const double *const *max,
+                                const int64_t *cells, int n, ts_real *reals, double *doubles) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= n)
     return;
   int64_t c = cells[t];
-  const ts_real *src[5] = {a.w, a.hu, a.hv, a.u, a.v};
+  ts_real h = a.w[c] - a.bed[c];
+  ts_real vals[5] = {a.w[c], a.hu[c], a.hv[c], h > 0 ? swe_velocity(a.hu[c], h, k.kappa) : SWE_R(0),
+                     h > 0 ? swe_velocity(a.hv[c], h, k.kappa) : SWE_R(0)};
   for (int v = 0; v < 5; v++)
-    reals[5 * t + v] = src[v][c];
+    reals[5 * t + v] = vals[v];
   for (int v = 0; v < 4; v++)
     doubles[4 * t + v] = max[v][c];
 }
@@ -432,7 +711,8 @@ static void gpu_to_host_cells(swe_part *s, const int64_t *cells, int n) {
         "copy");
   check(cudaMemcpyAsync(d_max, g->max, 4 * sizeof(double *), cudaMemcpyHostToDevice, g->stream),
         "copy");
-  k_gather<<<(n + 127) / 128, 128, 0, g->stream>>>(g->dev, d_max, d_cells, n, d_reals, d_doubles);
+  k_gather<<<(n + 127) / 128, 128, 0, g->stream>>>(g->dev, swe_part_consts(s), d_max, d_cells, n,
+                                                   d_reals, d_doubles);
   check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, g->stream), "copy of probes");
   check(cudaStreamSynchronize(g->stream), "probes");
   double *h_doubles = (double *)((double **)((int64_t *)host + n) + 4);
@@ -513,6 +793,11 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
   }
   cudaGetLastError();
   check(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "stream");
+  int shared = (int)tile_shared_bytes();
+  check(cudaFuncSetAttribute(k_stage, cudaFuncAttributeMaxDynamicSharedMemorySize, shared),
+        "shared memory of the stage kernel");
+  check(cudaFuncSetAttribute(k_speeds, cudaFuncAttributeMaxDynamicSharedMemorySize, shared),
+        "shared memory of the speed kernel");
   size_t rb = (size_t)s->plane * sizeof(ts_real), db = (size_t)s->plane * sizeof(double);
   swe_arrays host = swe_part_arrays(s);
   ts_real **dev_r[] = {&g->dev.w,     &g->dev.hu,         &g->dev.hv,        &g->dev.w_carry,

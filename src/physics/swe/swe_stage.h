@@ -19,6 +19,7 @@ typedef struct swe_arrays {
   ts_real *fx[3], *fy[3], *src_x, *src_y;
   const unsigned char *active;
   int64_t row;
+  int start_kept; /* the state at the step's start stays in w0, hu0, hv0 without a copy */
 } swe_arrays;
 
 /* Constants of a stage in the working precision. */
@@ -49,7 +50,8 @@ static inline swe_arrays swe_part_arrays(const swe_part *s) {
                   (ts_real *)s->src_x,
                   (ts_real *)s->src_y,
                   s->active,
-                  s->row};
+                  s->row,
+                  0};
   return a;
 }
 
@@ -198,57 +200,62 @@ TS_HD static inline ts_real swe_face_limit(const ts_real *drain, ts_real mass_fl
 
 TS_HD static inline int swe_finite(ts_real x) { return x - x == 0; }
 
-/* Euler update of active cell c with the stored fluxes, then friction. Stage 0 of RK2 saves the
- * state at the start of the step; stage 1 averages with it (SSP-RK2). The x and y parts are
- * formed separately and added last (transposing the input transposes the output bit for bit).
- * Returns nonzero if a non-finite value appeared. */
-TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_consts *k, int64_t c,
-                                        ts_real dt, int stage) {
-  const ts_real *drain = a->drain, *cap = a->speed_cap;
-  const ts_real *fx0 = a->fx[0], *fx1 = a->fx[1], *fx2 = a->fx[2];
-  const ts_real *fy0 = a->fy[0], *fy1 = a->fy[1], *fy2 = a->fy[2];
-  int64_t row = a->row;
-  int save = stage == 0 && k->rk_order == 2, average = stage == 1;
+/* Euler update of active cell c with the fluxes, limiters, speed caps and sources of `f` at
+ * index cf (f may be a tile copy with its own layout; on the CPU f is `a` and cf is c). The
+ * cell's current state is read from f; the result goes to the state of `a` at c, and its
+ * velocities too unless a->u is NULL. Stage 0 of RK2 saves the state at the start of the step
+ * (unless a->start_kept); stage 1 averages with it (SSP-RK2). The x and y parts are formed
+ * separately and added last (transposing the input transposes the output bit for bit). Returns
+ * nonzero if a non-finite value appeared. */
+TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f,
+                                        const swe_consts *k, int64_t c, int64_t cf, ts_real dt,
+                                        int stage) {
+  const ts_real *drain = f->drain, *cap = f->speed_cap;
+  const ts_real *fx0 = f->fx[0], *fx1 = f->fx[1], *fx2 = f->fx[2];
+  const ts_real *fy0 = f->fy[0], *fy1 = f->fy[1], *fy2 = f->fy[2];
+  int64_t row = f->row;
+  int save = stage == 0 && k->rk_order == 2 && !a->start_kept, average = stage == 1;
   int last = stage + 1 == k->rk_order, bad = 0;
+  ts_real w_now = f->w[cf], hu_now = f->hu[cf], hv_now = f->hv[cf];
   if (save) {
-    a->w0[c] = a->w[c];
-    a->hu0[c] = a->hu[c];
-    a->hv0[c] = a->hv[c];
+    a->w0[c] = w_now;
+    a->hu0[c] = hu_now;
+    a->hv0[c] = hv_now;
   }
-  ts_real le = swe_face_limit(drain, fx0[c + 1], c, c + 1);
-  ts_real lw = swe_face_limit(drain, fx0[c], c - 1, c);
-  ts_real ln = swe_face_limit(drain, fy0[c + row], c, c + row);
-  ts_real ls = swe_face_limit(drain, fy0[c], c - row, c);
-  ts_real rx_w = -(le * fx0[c + 1] - lw * fx0[c]) * k->rdx;
-  ts_real ry_w = -(ln * fy0[c + row] - ls * fy0[c]) * k->rdy;
-  ts_real rx_hu = (a->src_x[c] - (le * fx1[c + 1] - lw * fx1[c])) * k->rdx;
-  ts_real ry_hu = -(ln * fy2[c + row] - ls * fy2[c]) * k->rdy;
-  ts_real rx_hv = -(le * fx2[c + 1] - lw * fx2[c]) * k->rdx;
-  ts_real ry_hv = (a->src_y[c] - (ln * fy1[c + row] - ls * fy1[c])) * k->rdy;
+  ts_real le = swe_face_limit(drain, fx0[cf + 1], cf, cf + 1);
+  ts_real lw = swe_face_limit(drain, fx0[cf], cf - 1, cf);
+  ts_real ln = swe_face_limit(drain, fy0[cf + row], cf, cf + row);
+  ts_real ls = swe_face_limit(drain, fy0[cf], cf - row, cf);
+  ts_real rx_w = -(le * fx0[cf + 1] - lw * fx0[cf]) * k->rdx;
+  ts_real ry_w = -(ln * fy0[cf + row] - ls * fy0[cf]) * k->rdy;
+  ts_real rx_hu = (f->src_x[cf] - (le * fx1[cf + 1] - lw * fx1[cf])) * k->rdx;
+  ts_real ry_hu = -(ln * fy2[cf + row] - ls * fy2[cf]) * k->rdy;
+  ts_real rx_hv = -(le * fx2[cf + 1] - lw * fx2[cf]) * k->rdx;
+  ts_real ry_hv = (f->src_y[cf] - (ln * fy1[cf + row] - ls * fy1[cf])) * k->rdy;
   ts_real dw = dt * (rx_w + ry_w);
-  ts_real wn = a->w[c] + dw;
-  ts_real qx = a->hu[c] + dt * (rx_hu + ry_hu);
-  ts_real qy = a->hv[c] + dt * (rx_hv + ry_hv);
+  ts_real wn = w_now + dw;
+  ts_real qx = hu_now + dt * (rx_hu + ry_hu);
+  ts_real qy = hv_now + dt * (rx_hv + ry_hv);
   bad |= !swe_finite(wn) || !swe_finite(qx) || !swe_finite(qy);
-  ts_real bed = a->bed[c], h = wn - bed;
+  ts_real bed = f->bed[cf], h = wn - bed;
   if (!(h > 0)) {
     wn = bed;
-    dw = bed - a->w[c];
+    dw = bed - w_now;
     h = 0;
     qx = qy = 0;
   } else {
     ts_real u = swe_velocity(qx, h, k->kappa), v = swe_velocity(qy, h, k->kappa);
     ts_real speed = SWE_SQRT(u * u + v * v);
-    if (speed > cap[c]) {
-      ts_real scale = cap[c] / speed;
+    if (speed > cap[cf]) {
+      ts_real scale = cap[cf] / speed;
       u *= scale;
       v *= scale;
-      speed = cap[c];
+      speed = cap[cf];
     }
-    ts_real f = swe_friction_factor(
+    ts_real fr = swe_friction_factor(
         k->friction_kind, a->friction ? a->friction[c] : k->friction_value, h, speed, k->g, dt);
-    qx = h * u * f;
-    qy = h * v * f;
+    qx = h * u * fr;
+    qy = h * v * fr;
   }
   if (average) {
     qx = SWE_R(0.5) * (a->hu0[c] + qx);
@@ -258,8 +265,8 @@ TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_consts *k
     /* The step's surface change is added to the start value with compensated (Kahan)
      * summation: in float the change of a slowly draining reservoir is a fraction of an ulp of
      * its surface, and plain rounding would drop it in every cell alike. */
-    ts_real base = average ? a->w0[c] : a->w[c];
-    ts_real change = average ? SWE_R(0.5) * ((a->w[c] - a->w0[c]) + dw) : dw;
+    ts_real base = average ? a->w0[c] : w_now;
+    ts_real change = average ? SWE_R(0.5) * ((w_now - a->w0[c]) + dw) : dw;
     ts_real y = change + a->w_carry[c];
     wn = base + y;
     a->w_carry[c] = y - (wn - base);
@@ -273,7 +280,8 @@ TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_consts *k
   a->w[c] = wn;
   a->hu[c] = qx;
   a->hv[c] = qy;
-  swe_cell_velocity(a, k, c);
+  if (a->u)
+    swe_cell_velocity(a, k, c);
   return bad;
 }
 
