@@ -38,6 +38,8 @@ TS_HD static inline ts_real swe_slope(ts_real qm, ts_real q0, ts_real qp, ts_rea
 /* Velocity q/h, desingularised below depth kappa (KP07: sqrt(2) h q / sqrt(h^4 + max(h^4,
  * kappa^4))), which equals q/h exactly wherever h >= kappa, so thin flows keep their speed. */
 TS_HD static inline ts_real swe_velocity(ts_real q, ts_real h, ts_real kappa) {
+  if (q == 0)
+    return q; /* what the division gives, without the GPU's slow path for a zero dividend */
   if (h >= kappa)
     return q / h;
   ts_real h2 = h * h, k2 = kappa * kappa;

@@ -27,6 +27,7 @@ typedef float ts_real;
 #define SWE_KERNELS swe_kernels_float
 #endif
 
+typedef int64_t swe_idx;
 #include "physics/swe/swe_stage.h"
 
 #define A(ptr) ((ts_real *)(ptr))

@@ -12,6 +12,7 @@
  * reduced per block and combined with an atomic maximum on their bits (non-negative floats
  * order like integers). */
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -53,6 +54,7 @@ static inline ts_real swe_from_bits(swe_bits b) {
 }
 #endif
 
+typedef int swe_idx; /* GPU parts hold fewer than 2^31 elements per array */
 #include "physics/swe/swe_stage.h"
 
 /* Device side of a part: a device array for every host array of the layout, two arrays of
@@ -183,11 +185,13 @@ struct tile_t {
   ts_real *corr;
   side_t *lo, *hi;
   unsigned char *on;
-  int i0, j0; /* local cell at shared index (RING, RING) */
+  int *tile_col, *tile_row; /* early-exit tile of each shared column / row, -1 outside */
+  int i0, j0;               /* local cell at shared index (RING, RING) */
 };
 
 static size_t tile_shared_bytes(void) {
-  return (size_t)SH_PLANE * (SH_REALS * sizeof(ts_real) + 2 * sizeof(side_t) + 2);
+  return (size_t)SH_PLANE * (SH_REALS * sizeof(ts_real) + 2 * sizeof(side_t) + 2) +
+         (size_t)(SH_ROW + SH_COLS) * sizeof(int);
 }
 
 __device__ static inline tile_t tile_layout(char *mem, int i0, int j0) {
@@ -216,7 +220,9 @@ __device__ static inline tile_t tile_layout(char *mem, int i0, int j0) {
   /* computed after the last faces, which read the sides */
   t.a.drain = (ts_real *)t.lo;
   t.a.speed_cap = t.a.drain + SH_PLANE;
-  t.a.active = (const unsigned char *)(t.hi + SH_PLANE);
+  t.tile_col = (int *)(t.hi + SH_PLANE);
+  t.tile_row = t.tile_col + SH_ROW;
+  t.a.active = (const unsigned char *)(t.tile_row + SH_COLS);
   t.on = (unsigned char *)t.a.active + SH_PLANE;
   t.a.w_carry = t.a.w0 = t.a.hu0 = t.a.hv0 = NULL;
   t.a.friction = NULL;
@@ -244,11 +250,18 @@ __device__ static inline void tile_cell(const tile_t *t, int e, int *i, int *j) 
 __device__ static void tile_load(tile_t *t, const swe_arrays *g, const swe_arrays *in,
                                  const swe_arrays *start, tiles_t tiles, const swe_consts *k,
                                  int64_t origin, int nx, int ny) {
+  TILE_FOR(e, SH_ROW + SH_COLS) {
+    int col = e < SH_ROW, n = col ? e : e - SH_ROW, at = (col ? t->i0 : t->j0) - RING + n;
+    int inside = at >= 0 && at < (col ? nx : ny);
+    (col ? t->tile_col : t->tile_row)[n] = inside ? at / tiles.size : -1;
+  }
+  __syncthreads();
   TILE_FOR(e, SH_PLANE) {
     int i, j;
     tile_cell(t, e, &i, &j);
     int inside = i >= -SWE_GHOST && i <= nx + SWE_GHOST && j >= -SWE_GHOST && j <= ny + SWE_GHOST;
-    int window = i >= 0 && i < nx && j >= 0 && j < ny, on = window && tile_on(tiles, i, j);
+    int tx = t->tile_col[e % SH_ROW], ty = t->tile_row[e / SH_ROW];
+    int window = tx >= 0 && ty >= 0, on = window && tiles.on[tx + ty * tiles.nx];
     t->on[e] = (unsigned char)on;
     const swe_arrays *from = start && window && !on ? start : in;
     int64_t c = origin + i + (int64_t)j * g->row;
@@ -313,7 +326,7 @@ __device__ static ts_real tile_faces(tile_t *t, const swe_consts *k, int x_axis,
       t->corr[c] = corr_l;
       src[c] = act_h ? corr_h + swe_bed_source(lo_h, side_unpack(t->hi[c]), k->g) : SWE_R(0);
     }
-    if (counts(x_axis, c, step))
+    if (counts(a, b, c, step))
       amax = swe_max(amax, speed);
   }
   return amax;
@@ -345,26 +358,30 @@ static __global__ void __launch_bounds__(TILE_THREADS, 2)
     return;
   tile_t t = tile_layout(shared_mem, i0, j0);
   tile_load(&t, &g, &g, NULL, tiles, &k, origin, nx, ny);
-  auto counts = [&](int x_axis, int c, int step) {
-    int i, j;
-    tile_cell(&t, c, &i, &j);
-    int f = x_axis ? i : j, line = x_axis ? j : i;
-    int f0 = x_axis ? r.i0 : r.j0, f1 = x_axis ? r.i1 : r.j1;
-    int l0 = x_axis ? r.j0 : r.i0, l1 = x_axis ? r.j1 : r.i1;
-    int on = (f < f1 && t.on[c]) || (f > f0 && t.on[c - step]);
-    int in_r = f >= f0 && f <= f1 && line >= l0 && line < l1;
-    int owned = x_axis ? (f >= own.i0 && f <= own.i1 && line >= own.j0 && line < own.j1)
-                       : (f >= own.j0 && f <= own.j1 && line >= own.i0 && line < own.i1);
-    return on && in_r && owned;
+  /* Faces of r and of owned cells, in shared coordinates: x faces [fx0, fx1] on rows
+   * [lx0, lx1), y faces [fy0, fy1] on columns [ly0, ly1); r's own faces [rx0, rx1], [ry0, ry1]. */
+  int ox = i0 - RING, oy = j0 - RING;
+  int rx0 = r.i0 - ox, rx1 = r.i1 - ox, ry0 = r.j0 - oy, ry1 = r.j1 - oy;
+  int fx0 = max(r.i0, own.i0) - ox, fx1 = min(r.i1, own.i1) - ox;
+  int lx0 = max(r.j0, own.j0) - oy, lx1 = min(r.j1, own.j1) - oy;
+  int fy0 = max(r.j0, own.j0) - oy, fy1 = min(r.j1, own.j1) - oy;
+  int ly0 = max(r.i0, own.i0) - ox, ly1 = min(r.i1, own.i1) - ox;
+  auto counts_x = [&](int a, int b, int c, int step) {
+    int on = (a < rx1 && t.on[c]) || (a > rx0 && t.on[c - step]);
+    return on && a >= fx0 && a <= fx1 && b >= lx0 && b < lx1;
+  };
+  auto counts_y = [&](int a, int b, int c, int step) {
+    int on = (a < ry1 && t.on[c]) || (a > ry0 && t.on[c - step]);
+    return on && a >= fy0 && a <= fy1 && b >= ly0 && b < ly1;
   };
   /* the faces of the tile's cells: x faces [RING, RING + TILE_W], y faces [RING, RING + TILE_H] */
   tile_reconstruct<TILE_W + 2, TILE_H, false>(&t, &k, 1, RING - 1, RING);
   __syncthreads();
-  ts_real ax = tile_faces<TILE_W + 1, TILE_H, false>(&t, &k, 1, RING, RING, counts);
+  ts_real ax = tile_faces<TILE_W + 1, TILE_H, false>(&t, &k, 1, RING, RING, counts_x);
   __syncthreads();
   tile_reconstruct<TILE_H + 2, TILE_W, false>(&t, &k, 0, RING - 1, RING);
   __syncthreads();
-  ts_real ay = tile_faces<TILE_H + 1, TILE_W, false>(&t, &k, 0, RING, RING, counts);
+  ts_real ay = tile_faces<TILE_H + 1, TILE_W, false>(&t, &k, 0, RING, RING, counts_y);
   block_max(ax, amax);
   block_max(ay, amax + 1);
 }
@@ -387,7 +404,7 @@ static __global__ void __launch_bounds__(TILE_THREADS, 2)
     return;
   tile_t t = tile_layout(shared_mem, i0, j0);
   tile_load(&t, &in, &in, stage == 1 ? &out : NULL, tiles, &k, origin, nx, ny);
-  auto none = [](int, int, int) { return 0; };
+  auto none = [](int, int, int, int) { return 0; };
   /* The cells of the tile and its first ring: [RING - 1, RING + TILE_W] along x. */
   const int cells_x = TILE_W + 2, cells_y = TILE_H + 2;
   tile_reconstruct<TILE_W + 4, cells_y, true>(&t, &k, 1, RING - 2, RING - 1);
@@ -779,6 +796,11 @@ static void gpu_release(swe_part *s) {
 extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
   if (cudaSetDevice(device) != cudaSuccess)
     return ts_error(TS_ERR_INPUT, "swe: CUDA device %d cannot be used", device);
+  if (s->plane > INT_MAX)
+    return ts_error(TS_ERR_INPUT,
+                    "swe: a %d x %d subdomain is too large for one GPU part (at most 2^31 "
+                    "cells per array); use more subdomains",
+                    s->nx, s->ny);
   swe_gpu *g = (swe_gpu *)calloc(1, sizeof *g);
   if (!g)
     return ts_error(TS_ERR_NOMEM, "out of memory");
@@ -906,8 +928,29 @@ extern "C" int SWE_CUDA_FIELDS(const swe_part *s, ts_halo_field *out) {
 }
 
 #if !TS_REAL_DOUBLE /* once for both precisions */
+/* Streams of the halo copies between GPU parts of one process, one per destination device
+ * (created when first needed, kept for the process). */
+static cudaStream_t halo_streams[64];
+static int halo_pending[64];
+
+static cudaStream_t halo_stream_for(const void *dst) {
+  cudaPointerAttributes at;
+  check(cudaPointerGetAttributes(&at, dst), "pointer attributes");
+  int d = at.device;
+  if (d < 0 || d >= 64)
+    d = 0;
+  if (!halo_streams[d]) {
+    cudaSetDevice(d);
+    check(cudaStreamCreateWithFlags(&halo_streams[d], cudaStreamNonBlocking), "stream");
+  }
+  halo_pending[d] = 1;
+  return halo_streams[d];
+}
+
 /* Halo copies between GPU parts of one process: one 2D copy per component, between devices
- * through peer access where the GPUs have it. */
+ * through peer access where the GPUs have it, queued on the destination device's halo stream
+ * (the parts' own work was finished before the exchange started); swe_cuda_halo_wait waits
+ * for them. */
 extern "C" void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
                                   const ts_halo_field *from, const ts_halo_field *to) {
   for (int f = 0; f < nfields; f++) {
@@ -917,24 +960,28 @@ extern "C" void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t
     int64_t dof = to[f].origin + (box->lo[0] - to[f].lo[0]) +
                   (int64_t)(box->lo[1] - to[f].lo[1]) * to[f].stride[1];
     for (int c = 0; c < from[f].ncomp; c++)
-      if (masks[f] >> c & 1u)
-        check(cudaMemcpy2D((char *)to[f].comp[c] + (size_t)dof * e, (size_t)to[f].stride[1] * e,
-                           (const char *)from[f].comp[c] + (size_t)so * e,
-                           (size_t)from[f].stride[1] * e, width, (size_t)(box->hi[1] - box->lo[1]),
-                           cudaMemcpyDefault),
+      if (masks[f] >> c & 1u) {
+        char *dst = (char *)to[f].comp[c] + (size_t)dof * e;
+        check(cudaMemcpy2DAsync(
+                  dst, (size_t)to[f].stride[1] * e, (const char *)from[f].comp[c] + (size_t)so * e,
+                  (size_t)from[f].stride[1] * e, width, (size_t)(box->hi[1] - box->lo[1]),
+                  cudaMemcpyDefault, halo_stream_for(dst)),
               "halo copy");
+      }
   }
+}
+
+/* Waits for the halo copies queued since the last call. */
+extern "C" void swe_cuda_halo_wait(void) {
+  for (int d = 0; d < 64; d++)
+    if (halo_pending[d]) {
+      check(cudaStreamSynchronize(halo_streams[d]), "halo copies");
+      halo_pending[d] = 0;
+    }
 }
 
 /* Waits for a part's queued work (before its arrays are copied outside its stream). */
 extern "C" void swe_cuda_sync(const swe_part *s) {
   check(cudaStreamSynchronize(use(s)->stream), "synchronisation");
-}
-
-/* Waits for everything queued on a part's GPU, the halo copies included: device-to-device
- * copies return before they are done, on streams the parts' own streams do not wait for. */
-extern "C" void swe_cuda_device_sync(const swe_part *s) {
-  use(s);
-  check(cudaDeviceSynchronize(), "synchronisation");
 }
 #endif

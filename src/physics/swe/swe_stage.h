@@ -3,7 +3,9 @@
  * two cells, a boundary ghost cell, a cell's outflow limiter and speed cap, and a cell's update
  * with friction and compensated summation. Written once, as TS_HD functions, for the CPU loops
  * (swe_kernels.c) and the CUDA kernels (swe_kernels.cu). The includer defines ts_real,
- * SWE_SQRT and SWE_CBRT. */
+ * SWE_SQRT, SWE_CBRT and swe_idx, the type of array indices: int64_t on the CPU, int on the GPU
+ * (whose parts are limited to 2^31 elements per array; 32-bit index arithmetic is much cheaper
+ * there). */
 #ifndef TESSERA_SWE_STAGE_H
 #define TESSERA_SWE_STAGE_H
 
@@ -18,7 +20,7 @@ typedef struct swe_arrays {
   const ts_real *corner, *bed, *friction; /* friction: NULL when uniform */
   ts_real *fx[3], *fy[3], *src_x, *src_y;
   const unsigned char *active;
-  int64_t row;
+  swe_idx row;
   int start_kept; /* the state at the step's start stays in w0, hu0, hv0 without a copy */
 } swe_arrays;
 
@@ -50,7 +52,7 @@ static inline swe_arrays swe_part_arrays(const swe_part *s) {
                   (ts_real *)s->src_x,
                   (ts_real *)s->src_y,
                   s->active,
-                  s->row,
+                  (swe_idx)s->row,
                   0};
   return a;
 }
@@ -69,7 +71,7 @@ static inline swe_consts swe_part_consts(const swe_part *s) {
 
 /* Velocities and characteristic speed |u| + 2 sqrt(g h) of cell c from its state (zero when
  * dry). */
-TS_HD static inline void swe_cell_velocity(const swe_arrays *a, const swe_consts *k, int64_t c) {
+TS_HD static inline void swe_cell_velocity(const swe_arrays *a, const swe_consts *k, swe_idx c) {
   ts_real h = a->w[c] - a->bed[c];
   ts_real u = h > 0 ? swe_velocity(a->hu[c], h, k->kappa) : SWE_R(0);
   ts_real v = h > 0 ? swe_velocity(a->hv[c], h, k->kappa) : SWE_R(0);
@@ -80,15 +82,15 @@ TS_HD static inline void swe_cell_velocity(const swe_arrays *a, const swe_consts
 
 /* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y), whose faces
  * have the beds face_lo and face_hi. Inactive neighbours act as mirrors of the cell (walls). */
-TS_HD static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_consts *k, int64_t c,
-                                              int64_t step, int x_axis, ts_real face_lo,
+TS_HD static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_consts *k, swe_idx c,
+                                              swe_idx step, int x_axis, ts_real face_lo,
                                               ts_real face_hi, swe_side *lo, swe_side *hi) {
   const ts_real *qn_a = x_axis ? a->hu : a->hv, *qt_a = x_axis ? a->hv : a->hu;
   const ts_real *un_a = x_axis ? a->u : a->v, *ut_a = x_axis ? a->v : a->u;
   ts_real wv[3], h[3], qn[3], qt[3], u[3], v[3];
   for (int n3 = 0; n3 < 3; n3++) {
-    int64_t cell = c + (n3 - 1) * step;
-    int64_t n = a->active[cell] ? cell : c;
+    swe_idx cell = c + (n3 - 1) * step;
+    swe_idx n = a->active[cell] ? cell : c;
     ts_real sign = n == cell ? SWE_R(1) : SWE_R(-1);
     wv[n3] = a->w[n];
     h[n3] = swe_max(SWE_R(0), a->w[n] - a->bed[n]);
@@ -101,8 +103,8 @@ TS_HD static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_con
 }
 
 /* Bed of the face between cell c and c + step: the mean of its two corners. */
-TS_HD static inline ts_real swe_face_bed(const swe_arrays *a, int64_t c, int64_t step,
-                                         int64_t corner_step) {
+TS_HD static inline ts_real swe_face_bed(const swe_arrays *a, swe_idx c, swe_idx step,
+                                         swe_idx corner_step) {
   return SWE_R(0.5) * (a->corner[c + step] + a->corner[c + step + corner_step]);
 }
 
@@ -128,7 +130,7 @@ TS_HD static inline ts_real swe_face_between(const swe_consts *k, int act_a, int
  * own bed. A level side fixes the surface; an inflow side sets the normal discharge q_unit and at
  * least critical depth, so the inflow's speed enters the time step even on a dry bed. */
 TS_HD static inline void swe_fill_ghost(const swe_arrays *a, const swe_consts *k, int type,
-                                        ts_real level, int64_t g, int64_t in, int normal_is_x,
+                                        ts_real level, swe_idx g, swe_idx in, int normal_is_x,
                                         ts_real q_unit) {
   ts_real h = swe_max(SWE_R(0), a->w[in] - a->bed[in]);
   a->hu[g] = a->hu[in];
@@ -148,7 +150,7 @@ TS_HD static inline void swe_fill_ghost(const swe_arrays *a, const swe_consts *k
  * cell (0,0) is element `origin`, at position `at` along the side: filled from the edge cell it
  * faces (swe_fill_ghost) when it takes part. */
 TS_HD static inline void swe_fill_side_ghost(const swe_arrays *a, const swe_consts *k,
-                                             int64_t origin, int nx, int ny, int side, int at,
+                                             swe_idx origin, int nx, int ny, int side, int at,
                                              int layer, int type, ts_real level, ts_real q_unit) {
   int gi, gj, ii, ij;
   switch (side) {
@@ -157,19 +159,19 @@ TS_HD static inline void swe_fill_side_ghost(const swe_arrays *a, const swe_cons
   case 2 /* south */: gi = at, gj = -layer, ii = at, ij = 0; break;
   default /* north */: gi = at, gj = ny - 1 + layer, ii = at, ij = ny - 1; break;
   }
-  int64_t g = origin + gi + gj * a->row, in = origin + ii + ij * a->row;
+  swe_idx g = origin + gi + gj * a->row, in = origin + ii + ij * a->row;
   if (a->active[g])
     swe_fill_ghost(a, k, type, level, g, in, side < 2, q_unit);
 }
 
 /* The mass flux through the boundary face of side `side` at position `at` becomes the inflow's
  * unit discharge q (m2/s into the domain) where the cell inside is active. */
-TS_HD static inline void swe_impose_side_flux(const swe_arrays *a, int64_t origin, int nx, int ny,
+TS_HD static inline void swe_impose_side_flux(const swe_arrays *a, swe_idx origin, int nx, int ny,
                                               int side, int at, ts_real q) {
   int i = side == 0 ? 0 : (side == 1 ? nx : at);
   int j = side == 2 ? 0 : (side == 3 ? ny : at);
-  int64_t f = origin + i + j * a->row;
-  int64_t inner = side == 1 ? f - 1 : (side == 3 ? f - a->row : f);
+  swe_idx f = origin + i + j * a->row;
+  swe_idx inner = side == 1 ? f - 1 : (side == 3 ? f - a->row : f);
   if (a->active[inner])
     (side < 2 ? a->fx[0] : a->fy[0])[f] = (side == 1 || side == 3) ? -q : q;
 }
@@ -180,7 +182,7 @@ TS_HD static inline void swe_impose_side_flux(const swe_arrays *a, int64_t origi
  * beyond it (the Riemann invariants of a dry-bed dam break reach exactly that speed at the
  * front), but a thin cell that receives momentum from a deep neighbour would, and its spurious
  * speed would shrink the time step. */
-TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k, int64_t c,
+TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k, swe_idx c,
                                         ts_real dt) {
   const ts_real *fx = a->fx[0], *fy = a->fy[0], *cs = a->char_speed;
   ts_real out_x = swe_max(SWE_R(0), fx[c + 1]) + swe_max(SWE_R(0), -fx[c]);
@@ -193,8 +195,8 @@ TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k
 }
 
 /* Limiter that applies to a face: that of the cell the water leaves. */
-TS_HD static inline ts_real swe_face_limit(const ts_real *drain, ts_real mass_flux, int64_t lo,
-                                           int64_t hi) {
+TS_HD static inline ts_real swe_face_limit(const ts_real *drain, ts_real mass_flux, swe_idx lo,
+                                           swe_idx hi) {
   return mass_flux > 0 ? drain[lo] : (mass_flux < 0 ? drain[hi] : SWE_R(1));
 }
 
@@ -208,12 +210,12 @@ TS_HD static inline int swe_finite(ts_real x) { return x - x == 0; }
  * separately and added last (transposing the input transposes the output bit for bit). Returns
  * nonzero if a non-finite value appeared. */
 TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f,
-                                        const swe_consts *k, int64_t c, int64_t cf, ts_real dt,
+                                        const swe_consts *k, swe_idx c, swe_idx cf, ts_real dt,
                                         int stage) {
   const ts_real *drain = f->drain, *cap = f->speed_cap;
   const ts_real *fx0 = f->fx[0], *fx1 = f->fx[1], *fx2 = f->fx[2];
   const ts_real *fy0 = f->fy[0], *fy1 = f->fy[1], *fy2 = f->fy[2];
-  int64_t row = f->row;
+  swe_idx row = f->row;
   int save = stage == 0 && k->rk_order == 2 && !a->start_kept, average = stage == 1;
   int last = stage + 1 == k->rk_order, bad = 0;
   ts_real w_now = f->w[cf], hu_now = f->hu[cf], hv_now = f->hv[cf];

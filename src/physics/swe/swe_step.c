@@ -119,10 +119,6 @@ static ts_status start_exchange(ts_swe *s) {
     swe_part_to_host(s->parts[k]);
   }
   TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
-#if TESSERA_HAVE_CUDA
-  for (int k = 0; k < s->nparts && s->device_halo; k++)
-    swe_cuda_device_sync(s->parts[k]);
-#endif
   s->in_flight = 1;
   s->cycle = 0;
   return TS_OK;
@@ -133,6 +129,10 @@ ts_status swe_finish_exchange(ts_swe *s) {
     return TS_OK;
   s->in_flight = 0;
   TS_CALL(ts_halo_finish(s->halo, s->fields));
+#if TESSERA_HAVE_CUDA
+  if (s->device_halo)
+    swe_cuda_halo_wait(); /* the copies between devices, queued by the start */
+#endif
   if (s->backend == TS_BACKEND_CUDA && !s->device_halo)
     for (int k = 0; k < s->nparts; k++)
       swe_part_changed_on_host(s->parts[k]); /* the halo cells came in on the host */
