@@ -40,17 +40,22 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     done
     "$T" bench swe --backend cuda --size 8192 --steps 20 --precision double
     "$T" bench swe --backend cpu --size 2048 --steps 5
-    # Several GPUs in one process (halos copied between the devices): weak scaling with
-    # 8192^2 cells per GPU (11586^2 on 2 GPUs), strong scaling on 16384^2 and 4096^2.
+    # Several GPUs: weak scaling with 8192^2 cells per GPU, strong scaling on 16384^2 and
+    # 4096^2, in one process (halos copied between the devices) and with one MPI rank per GPU
+    # (halos through the chosen transport: NCCL where built in).
     gpus=$(nvidia-smi -L | wc -l)
     if [ "$gpus" -ge 2 ]; then
-      for n in 8192 16384 4096; do
-        "$T" bench swe --backend cuda --size $n --steps 30 --subdomains 1
-        "$T" bench swe --backend cuda --size $n --steps 30 --subdomains 2 --devices 0,1 \
-          --decomposition rows
+      devs=$(seq -s, 0 $((gpus - 1)))
+      for mode in threads mpi; do
+        "$T" bench swe --backend cuda --devices "$devs" --mode $mode --weak --size 8192 \
+          --steps 30 --decomposition rows --json "$out/weak_${mode}.json"
+        for n in 16384 4096; do
+          "$T" bench swe --backend cuda --devices "$devs" --mode $mode --strong --size $n \
+            --steps 30 --decomposition rows --json "$out/strong_${n}_${mode}.json"
+        done
       done
-      "$T" bench swe --backend cuda --size 11586 --steps 30 --subdomains 2 --devices 0,1 \
-        --decomposition rows
+      "$T" bench swe --backend cuda --devices "$devs" --mode mpi --strong --size 4096 --steps 30 \
+        --decomposition rows --transport host
     fi
     # Malpasset at 10 m, 4000 s, float, on one GPU; the wall time of the time loop is in summary.json.
     m=/work/main/examples/malpasset

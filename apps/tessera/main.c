@@ -16,6 +16,7 @@
 #include "tessera/gpu.h"
 #include "tessera/io.h"
 #include "tessera/swe.h"
+#include "tessera/transport.h"
 
 static const char usage[] =
     "usage: tessera run CASE.ini [--set section.key=value ...] [--out DIR] [--restart FILE] "
@@ -24,6 +25,8 @@ static const char usage[] =
     "                         [--subdomains S] [--ranks R] [--decomposition "
     "auto|rows|columns|tiles]\n"
     "                         [--ghost-expansion K] [--backend cpu|cuda] [--devices 0,1]\n"
+    "                         [--transport auto|host|cuda-mpi|nccl]\n"
+    "                         [--weak|--strong [--mode threads|mpi]]\n"
     "       tessera info\n"
     "       tessera --help | --version\n"
     "\n"
@@ -35,6 +38,11 @@ static const char usage[] =
     "  bench   time the shallow-water solver on a synthetic, fully wet N x N domain, split into\n"
     "          S subdomains on R MPI ranks (R > 1 starts mpirun itself); prints Mcells/s, the\n"
     "          time per phase and the hidden fraction of the halo exchange\n"
+    "            --weak | --strong        scaling from one GPU to all of --devices: N x N cells\n"
+    "                                     per GPU, or N x N in all; a table with efficiencies\n"
+    "            --mode threads | mpi     the GPUs in one process, or one MPI rank per GPU\n"
+    "            --transport T            halos between GPU ranks (default auto: NCCL, else\n"
+    "                                     CUDA-aware MPI, else staged through the host)\n"
     "  info    version, build features and devices\n"
     "\n"
     "Threads: OMP_NUM_THREADS (default: all cores). Several processes: mpirun -np N tessera run\n"
@@ -178,8 +186,9 @@ static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel 
 }
 
 /* Runs this command again under mpirun with R processes (bench --ranks R from a plain shell). */
-static int relaunch_under_mpirun(int ranks, int argc, char **argv) {
-  char **args = calloc((size_t)argc + 8, sizeof *args);
+static int relaunch_under_mpirun(int ranks, int argc, char **argv, const char *extra_flag,
+                                 const char *extra_value) {
+  char **args = calloc((size_t)argc + 12, sizeof *args);
   char np[16], self[4096];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (!args || len <= 0) {
@@ -197,11 +206,116 @@ static int relaunch_under_mpirun(int ranks, int argc, char **argv) {
   args[k++] = self;
   for (int i = 1; i < argc; i++)
     args[k++] = argv[i];
+  if (extra_flag) {
+    args[k++] = (char *)extra_flag;
+    args[k++] = (char *)extra_value;
+  }
   fflush(stdout);
   execvp("mpirun", args);
   fprintf(stderr, "tessera: --ranks %d needs mpirun on the PATH\n", ranks);
   free(args);
   return 1;
+}
+
+/* --weak / --strong: one GPU against all of --devices. */
+typedef enum { SCALING_NONE, SCALING_WEAK, SCALING_STRONG } scaling_kind;
+typedef struct scaling {
+  scaling_kind kind;
+  int mpi;         /* one rank per GPU (else one process) */
+  double baseline; /* one GPU's Mcells/s, measured by the process that started mpirun */
+} scaling;
+
+/* One GPU, then every GPU of --devices (weak: N x N cells per GPU, i.e. a square of
+ * N sqrt(G) cells on a side; strong: N x N in all), in one process or one rank per GPU. With
+ * --mode mpi the launching process measures the one-GPU run, then starts mpirun with one rank
+ * per GPU and hands it that rate. Prints a table; --json writes the multi-GPU run and the
+ * efficiency. */
+static int bench_scaling(const scaling *sc, int n, ts_precision precision,
+                         const ts_swe_parallel *par, long steps, const char *json, int full_argc,
+                         char **full_argv) {
+  if (par->backend != TS_BACKEND_CUDA || par->ndevices < 2)
+    return usage_error("--weak and --strong need --backend cuda and --devices with 2 or more GPUs",
+                       NULL);
+  const ts_comm *world = ts_comm_world();
+  int nranks = ts_comm_size(world), gpus = par->ndevices;
+  if (sc->mpi && nranks > 1 && nranks != gpus)
+    return usage_error("--mode mpi runs one rank per GPU of --devices", NULL);
+  int n_all = sc->kind == SCALING_WEAK ? (int)lround(n * sqrt((double)gpus)) : n;
+  double bytes = 0, base = sc->baseline;
+  ts_status st = TS_OK;
+  if (!(base > 0)) {
+    if (nranks > 1)
+      return usage_error("--mode mpi is started from a plain shell (it runs mpirun itself)", NULL);
+    ts_swe_parallel one = *par;
+    one.ndevices = 1;
+    one.subdomains = 1;
+    bench_result r1;
+    st = bench_run(n, precision, &one, steps, &r1, &bytes);
+    if (st != TS_OK)
+      return fail(st);
+    base = r1.mcells;
+    if (sc->mpi) {
+      char rate[64];
+      snprintf(rate, sizeof rate, "%.6f", base);
+      printf("one GPU (device %d): %.2f Gcells/s; starting %d ranks\n", par->devices[0], base / 1e3,
+             gpus);
+      return relaunch_under_mpirun(gpus, full_argc, full_argv, "--baseline-mcells", rate);
+    }
+  }
+  ts_swe_parallel all = *par;
+  all.subdomains = gpus;
+  bench_result on, off;
+  st = bench_run(n_all, precision, &all, steps, &on, &bytes);
+  if (st == TS_OK) {
+    ts_swe_parallel blocking = all;
+    blocking.overlap = 0;
+    st = bench_run(n_all, precision, &blocking, steps, &off, &bytes);
+  }
+  if (st != TS_OK)
+    return fail(st);
+  double exchange = on.pack + off.wait + on.unpack;
+  double hidden = exchange > 0 ? fmax(0, 1 - on.wait / exchange) : 0;
+  /* weak: throughput per GPU against one GPU's; strong: speed-up over the GPU count */
+  double efficiency = on.mcells / (gpus * base);
+  if (ts_comm_rank(world) != 0)
+    return 0;
+  printf("tessera bench swe --%s (%s): %s, decomposition %s, ghost expansion %d\n",
+         sc->kind == SCALING_WEAK ? "weak" : "strong", sc->mpi ? "one rank per GPU" : "one process",
+         ts_precision_name(precision), ts_decomp_kind_name(par->decomposition),
+         par->ghost_expansion);
+  printf("%5s %14s %10s %10s %11s %8s %10s\n", "GPUs", "cells", "Gcells/s", "per GPU", "efficiency",
+         "hidden", "no overlap");
+  printf("%5d %14.0f %10.2f %10.2f %10.1f%% %8s %10s\n", 1, (double)n * n, base / 1e3, base / 1e3,
+         100.0, "-", "-");
+  printf("%5d %14.0f %10.2f %10.2f %10.1f%% %8.2f %10.2f\n", gpus, (double)n_all * n_all,
+         on.mcells / 1e3, on.mcells / 1e3 / gpus, 100 * efficiency, hidden, off.mcells / 1e3);
+  if (json) {
+    char tmp[4200];
+    FILE *f = ts_open_temp(json, tmp, sizeof tmp);
+    if (!f) {
+      fprintf(stderr, "tessera: %s: cannot write\n", json);
+      return 1;
+    }
+    ts_json j;
+    ts_json_begin(&j, f);
+    ts_json_key(&j, "model"), ts_json_string(&j, "swe");
+    ts_json_key(&j, "scaling"), ts_json_string(&j, sc->kind == SCALING_WEAK ? "weak" : "strong");
+    ts_json_key(&j, "mode"), ts_json_string(&j, sc->mpi ? "mpi" : "threads");
+    ts_json_key(&j, "gpus"), ts_json_int(&j, gpus);
+    ts_json_key(&j, "size_one_gpu"), ts_json_int(&j, n);
+    ts_json_key(&j, "size_all_gpus"), ts_json_int(&j, n_all);
+    ts_json_key(&j, "precision"), ts_json_string(&j, ts_precision_name(precision));
+    ts_json_key(&j, "one_gpu_mcells_per_s"), ts_json_number(&j, base);
+    ts_json_key(&j, "mcells_per_s"), ts_json_number(&j, on.mcells);
+    ts_json_key(&j, "efficiency"), ts_json_number(&j, efficiency);
+    ts_json_key(&j, "hidden_fraction"), ts_json_number(&j, hidden);
+    ts_json_key(&j, "no_overlap_mcells_per_s"), ts_json_number(&j, off.mcells);
+    ts_json_end(&j);
+    ts_status st_json = ts_commit_temp(f, tmp, json);
+    if (st_json != TS_OK)
+      return fail(st_json);
+  }
+  return 0;
 }
 
 static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
@@ -211,8 +325,13 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
   ts_precision precision = TS_FLOAT;
   const char *json = NULL;
   ts_swe_parallel par = {.ghost_expansion = 1, .overlap = 1};
+  scaling sc = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
+    if (strcmp(a, "--weak") == 0 || strcmp(a, "--strong") == 0) {
+      sc.kind = a[2] == 'w' ? SCALING_WEAK : SCALING_STRONG;
+      continue;
+    }
     if (i + 1 >= argc)
       return usage_error("missing value for option", a);
     const char *v = argv[++i];
@@ -269,14 +388,27 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
       precision = strcmp(v, "double") == 0 ? TS_DOUBLE : TS_FLOAT;
     } else if (strcmp(a, "--json") == 0) {
       json = v;
+    } else if (strcmp(a, "--transport") == 0) {
+      if (!ts_transport_parse(v, &par.transport))
+        return usage_error("--transport must be auto, host, cuda-mpi or nccl", v);
+    } else if (strcmp(a, "--mode") == 0) {
+      if (strcmp(v, "threads") && strcmp(v, "mpi"))
+        return usage_error("--mode must be threads or mpi", v);
+      sc.mpi = strcmp(v, "mpi") == 0;
+    } else if (strcmp(a, "--baseline-mcells") == 0) { /* given by the launching process */
+      sc.baseline = strtod(v, &end);
+      if (*end || !(sc.baseline > 0))
+        return usage_error("--baseline-mcells must be a positive number", v);
     } else {
       return usage_error("unknown option", a);
     }
   }
   const ts_comm *world = ts_comm_world();
   int nranks = ts_comm_size(world), root = ts_comm_rank(world) == 0;
+  if (sc.kind)
+    return bench_scaling(&sc, (int)n, precision, &par, steps, json, full_argc, full_argv);
   if (ranks > 1 && nranks == 1)
-    return relaunch_under_mpirun((int)ranks, full_argc, full_argv);
+    return relaunch_under_mpirun((int)ranks, full_argc, full_argv, NULL, NULL);
   if (ranks && ranks != nranks)
     return usage_error("--ranks differs from the number of MPI processes", NULL);
   /* With several ranks: once with the exchange overlapped (the result) and once without, whose
@@ -396,7 +528,11 @@ static int cmd_info(void) {
         printf(" %d", e), any = 1;
     printf("%s\n", any ? "" : " none");
   }
-  printf("NCCL:        not used yet (multi-GPU halos go through the host)\n");
+  printf("GPU halos:   between ranks: nccl %s, cuda-mpi %s, host staging %s (auto picks the "
+         "first available)\n",
+         ts_transport_available(TS_TRANSPORT_NCCL) ? "yes" : "no (not built in)",
+         ts_transport_available(TS_TRANSPORT_CUDA_MPI) ? "yes" : "no (MPI is not CUDA-aware)",
+         ts_transport_available(TS_TRANSPORT_HOST) ? "yes" : "no");
   return 0;
 }
 

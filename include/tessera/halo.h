@@ -3,7 +3,8 @@
  * boxes of cells each subdomain receives from each other one (faces, edges and corners alike,
  * from box intersections), and moves them with one message per pair of subdomains carrying all
  * fields. Subdomains of one process copy directly; others use MPI persistent requests with
- * contiguous pack buffers. Start and finish are split so computation overlaps the transfer.
+ * contiguous pack buffers, or a transport for fields in GPU memory (NCCL, CUDA-aware MPI,
+ * staged through the host). Start and finish are split so computation overlaps the transfer.
  * The same plan, built from old and new boxes, migrates cells when boundaries move. */
 #ifndef TESSERA_HALO_H
 #define TESSERA_HALO_H
@@ -74,6 +75,35 @@ ts_status ts_halo_finish(ts_halo_plan *p, const ts_halo_field *dst);
 typedef void (*ts_halo_copier)(const ts_box *box, int nfields, const uint32_t *masks,
                                const ts_halo_field *from, const ts_halo_field *to);
 void ts_halo_set_copier(ts_halo_plan *p, ts_halo_copier copy);
+
+/* A message of a plan to or from another rank. */
+typedef struct ts_halo_message {
+  int peer;  /* the other rank */
+  int tag;   /* the receiving subdomain */
+  void *buf; /* in the transport's buffers */
+  size_t bytes;
+} ts_halo_message;
+
+/* How a plan moves halos between ranks when the fields live in GPU memory (transport.h builds
+ * them): it allocates the packed message buffers (device memory), packs and unpacks boxes with
+ * device copies, and moves the messages (NCCL, CUDA-aware MPI, or staged through host memory).
+ * Without one, the plan packs with memcpy and sends host buffers with MPI. */
+typedef struct ts_halo_transport {
+  const char *name;
+  void *(*alloc)(size_t bytes);
+  void (*release)(void *buf);
+  /* Packs (pack = 1: fields to buf) or unpacks the components `masks` of `box`. */
+  void (*move)(const ts_box *box, int nfields, const uint32_t *masks, const ts_halo_field *fields,
+               char *buf, int pack);
+  /* Starts the messages once the packs are queued; collective over the plan's ranks. */
+  ts_status (*post)(int nrecvs, const ts_halo_message *recvs, int nsends,
+                    const ts_halo_message *sends);
+  ts_status (*wait)(void); /* the messages arrived: unpacks may be queued */
+  ts_status (*done)(void); /* the unpacks are complete */
+} ts_halo_transport;
+
+/* Uses transport t for the messages between ranks (before the first start). */
+ts_status ts_halo_set_transport(ts_halo_plan *p, const ts_halo_transport *t);
 
 /* Accumulated times of subdomain s (wait: the process's wait, shared by its subdomains). */
 ts_halo_times ts_halo_times_of(const ts_halo_plan *p, int s);

@@ -12,6 +12,7 @@
 #include "tessera/error.h"
 #include "tessera/grid.h"
 #include "tessera/raster.h"
+#include "tessera/transport.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +56,7 @@ typedef struct ts_swe_parallel {
   int parts[2];                 /* px, py for tiles (0: chosen) */
   int ghost_expansion;          /* steps between halo exchanges, 1..8; 0: auto; default 1 */
   int overlap;                  /* exchange behind interior computation, default 1 */
+  ts_transport_kind transport;  /* halos between GPU ranks: auto (default), host, cuda-mpi, nccl */
 } ts_swe_parallel;
 
 typedef struct ts_swe_params {
@@ -142,6 +144,9 @@ int ts_swe_ranks(const ts_swe *s);
 int ts_swe_ghost_expansion(const ts_swe *s); /* steps between exchanges in use */
 int ts_swe_early_exit(const ts_swe *s);      /* 1 when dry tiles are skipped */
 ts_backend ts_swe_backend(const ts_swe *s);  /* the backend in use (auto resolved) */
+/* How halos move: "memory" (one process), "mpi" (CPU ranks), or the GPU transport between
+ * ranks: "host", "cuda-mpi", "nccl". */
+const char *ts_swe_transport(const ts_swe *s);
 
 /* Collective. Moves the boundary between neighbouring subdomains a and b by delta cells
  * (delta > 0: a grows); only the cells that change owner move. Results do not change. */

@@ -28,6 +28,9 @@ struct ts_halo_plan {
   halo_xfer *recvs; /* other ranks to this rank's subdomains */
   int nlocal, nsends, nrecvs;
   char *sendbuf, *recvbuf;
+  size_t send_bytes, recv_bytes;
+  const ts_halo_transport *transport; /* NULL: host buffers and MPI */
+  ts_halo_message *messages;          /* with a transport: receives first, then sends */
   int *sub_rank;
   ts_halo_times *times;  /* per subdomain */
   int active;            /* started, not finished */
@@ -114,6 +117,8 @@ ts_status ts_halo_plan_create(ts_halo_plan **out, const ts_comm *c, const ts_hal
       }
     }
   }
+  p->send_bytes = send_bytes;
+  p->recv_bytes = recv_bytes;
   if (ok && (send_bytes || recv_bytes)) {
     p->sendbuf = malloc(send_bytes ? send_bytes : 1);
     p->recvbuf = malloc(recv_bytes ? recv_bytes : 1);
@@ -173,8 +178,16 @@ void ts_halo_plan_destroy(ts_halo_plan *p) {
   free(p->local);
   free(p->sends);
   free(p->recvs);
-  free(p->sendbuf);
-  free(p->recvbuf);
+  if (p->transport) {
+    if (p->active && p->transport->wait() == TS_OK)
+      p->transport->done();
+    p->transport->release(p->sendbuf);
+    p->transport->release(p->recvbuf);
+  } else {
+    free(p->sendbuf);
+    free(p->recvbuf);
+  }
+  free(p->messages);
   free(p->sub_rank);
   free(p->times);
   free(p);
@@ -212,6 +225,85 @@ static size_t move_box(const halo_xfer *x, int nfields, const ts_halo_field *fro
   return moved;
 }
 
+static void masks_of(const ts_halo_plan *p, int dir, uint32_t *masks) {
+  for (int f = 0; f < p->nfields; f++)
+    masks[f] = comp_mask(&p->layout[f], dir);
+}
+
+/* With a transport: queue the packs, then post every message. */
+static ts_status start_transport(ts_halo_plan *p, const ts_halo_field *src) {
+  int nf = p->nfields;
+  double t0 = omp_get_wtime();
+  uint32_t masks[8];
+  for (int k = 0; k < p->nsends; k++) {
+    halo_xfer *x = &p->sends[k];
+    masks_of(p, x->dir, masks);
+    p->transport->move(&x->box, nf, masks, src + (size_t)x->src * nf, p->sendbuf + x->offset, 1);
+  }
+  double pack = omp_get_wtime() - t0;
+  for (int k = 0; k < p->nsends; k++)
+    p->times[p->sends[k].src].pack += pack / p->nsends;
+  p->active = 1;
+  return p->transport->post(p->nrecvs, p->messages, p->nsends, p->messages + p->nrecvs);
+}
+
+/* With a transport: wait for the messages, queue the unpacks, wait for them. */
+static ts_status finish_transport(ts_halo_plan *p, const ts_halo_field *dst) {
+  if (!p->active)
+    return TS_OK;
+  p->active = 0;
+  int nf = p->nfields;
+  double t0 = omp_get_wtime();
+  TS_CALL(p->transport->wait());
+  double t1 = omp_get_wtime();
+  uint32_t masks[8];
+  for (int k = 0; k < p->nrecvs; k++) {
+    halo_xfer *x = &p->recvs[k];
+    masks_of(p, x->dir, masks);
+    p->transport->move(&x->box, nf, masks, dst + (size_t)x->dst * nf, p->recvbuf + x->offset, 0);
+  }
+  TS_CALL(p->transport->done());
+  double t2 = omp_get_wtime();
+  for (int s = 0; s < p->nsub; s++)
+    if (p->sub_rank[s] == p->rank) {
+      p->times[s].wait += t1 - t0;
+      p->times[s].unpack += t2 - t1;
+    }
+  return TS_OK;
+}
+
+ts_status ts_halo_set_transport(ts_halo_plan *p, const ts_halo_transport *t) {
+  if (p->nsends + p->nrecvs == 0)
+    return TS_OK; /* nothing crosses ranks */
+  char *send = t->alloc(p->send_bytes ? p->send_bytes : 1);
+  char *recv = t->alloc(p->recv_bytes ? p->recv_bytes : 1);
+  ts_halo_message *m = calloc((size_t)(p->nrecvs + p->nsends), sizeof *m);
+  if (!send || !recv || !m) {
+    if (send)
+      t->release(send);
+    if (recv)
+      t->release(recv);
+    free(m);
+    return ts_error(TS_ERR_NOMEM, "halo: out of memory for the %s transport's buffers", t->name);
+  }
+  for (int k = 0; k < p->nrecvs; k++) {
+    const halo_xfer *x = &p->recvs[k];
+    m[k] = (ts_halo_message){p->sub_rank[x->src], x->dst, recv + x->offset, x->bytes};
+  }
+  for (int k = 0; k < p->nsends; k++) {
+    const halo_xfer *x = &p->sends[k];
+    m[p->nrecvs + k] = (ts_halo_message){p->sub_rank[x->dst], x->dst, send + x->offset, x->bytes};
+  }
+  free(p->sendbuf);
+  free(p->recvbuf);
+  free(p->messages);
+  p->sendbuf = send;
+  p->recvbuf = recv;
+  p->messages = m;
+  p->transport = t;
+  return TS_OK;
+}
+
 ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo_field *dst) {
   int nf = p->nfields;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -230,6 +322,8 @@ ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo
   }
   for (int k = 0; k < p->nlocal; k++)
     p->times[p->local[k].dst].pack += p->local[k].seconds;
+  if (p->transport && p->nsends + p->nrecvs > 0)
+    return start_transport(p, src);
 #if TESSERA_HAVE_MPI
   if (p->nsends + p->nrecvs > 0) {
     if (p->nrecvs)
@@ -252,6 +346,8 @@ ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo
 }
 
 ts_status ts_halo_finish(ts_halo_plan *p, const ts_halo_field *dst) {
+  if (p->transport)
+    return finish_transport(p, dst);
 #if TESSERA_HAVE_MPI
   if (!p->active)
     return TS_OK;

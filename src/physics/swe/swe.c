@@ -230,6 +230,8 @@ void ts_swe_destroy(ts_swe *s) {
   if (s->in_flight)
     swe_finish_exchange(s);
   ts_halo_plan_destroy(s->halo);
+  if (s->device_halo && s->nranks > 1)
+    ts_transport_close();
   for (int k = 0; k < s->nparts; k++)
     swe_part_destroy(s->parts[k]);
   free(s->parts);
@@ -344,6 +346,8 @@ int ts_swe_early_exit(const ts_swe *s) {
   return s->early_exit != 0 && s->backend == TS_BACKEND_CPU;
 }
 ts_backend ts_swe_backend(const ts_swe *s) { return s->backend; }
+
+const char *ts_swe_transport(const ts_swe *s) { return s->transport; }
 
 /* Brings the host mirrors of GPU parts up to date before host code reads them. An exchange in
  * flight is finished first: its in-process copies already sit in the host arrays, and a download

@@ -328,7 +328,8 @@ static ts_status prepare_out_dir(const char *dir) {
   return TS_OK;
 }
 
-/* [parallel]: subdomains, decomposition, ghost_expansion, early_exit, overlap. */
+/* [parallel]: backend, devices, subdomains, decomposition, ghost_expansion, early_exit, overlap,
+ * transport. */
 static ts_status read_parallel(swe_case *k) {
   ts_swe_parallel *par = &k->params.parallel;
   const char *v;
@@ -399,6 +400,10 @@ static ts_status read_parallel(swe_case *k) {
   k->params.early_exit = early == 2 ? -1 : early;
   static const char *const onoff[] = {"off", "on", NULL};
   TS_CALL(ts_config_choice(k->cfg, "parallel", "overlap", 1, onoff, &par->overlap));
+  static const char *const transports[] = {"auto", "host", "cuda-mpi", "nccl", NULL};
+  int transport;
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "transport", 0, transports, &transport));
+  par->transport = (ts_transport_kind)transport;
   /* The split must be possible on this grid and give every rank a subdomain. */
   int ranks = ts_comm_size(k->comm), count = par->subdomains ? par->subdomains : ranks;
   const char *key =
@@ -871,6 +876,7 @@ static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub
   ts_json_key(j, "ghost_expansion"), ts_json_int(j, ts_swe_ghost_expansion(s));
   ts_json_key(j, "early_exit"), ts_json_bool(j, ts_swe_early_exit(s));
   ts_json_key(j, "overlap"), ts_json_bool(j, p->parallel.overlap);
+  ts_json_key(j, "transport"), ts_json_string(j, ts_swe_transport(s));
   ts_json_key(j, "subdomain_timings");
   ts_json_array_begin(j);
   for (int sub = 0; sub < d->count; sub++) {

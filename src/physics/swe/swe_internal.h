@@ -194,7 +194,8 @@ struct ts_swe {
   int halo_width;          /* cells: SWE_STAGE_REACH x stages x ghost_expansion */
   int cycle;               /* stages done since the last exchange */
   int in_flight;           /* an exchange was started and not finished */
-  int device_halo;         /* GPU parts in one process: halos are copied on the devices */
+  int device_halo;         /* GPU parts: halos move in device memory (copies, transport) */
+  const char *transport;   /* how halos move (ts_swe_transport) */
   int early_exit;          /* resolved at the first step */
   ts_backend backend;      /* resolved at creation */
   int gpus;                /* CUDA devices this process sees */

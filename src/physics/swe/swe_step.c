@@ -62,9 +62,23 @@ ts_status swe_build_halo_plan(ts_swe *s) {
     return ts_error(TS_ERR_NOMEM, "out of memory");
   for (int sub = 0; sub < nsub; sub++)
     halo_window(s, sub, &windows[sub]);
+  s->transport = s->nranks > 1 ? "mpi" : "memory";
+  const ts_halo_transport *transport = NULL;
 #if TESSERA_HAVE_CUDA
-  /* GPU parts of one process exchange halos on the devices; across ranks through the host. */
-  s->device_halo = s->backend == TS_BACKEND_CUDA && s->nranks == 1;
+  /* GPU parts keep their halos in device memory: copies between the parts of a process, and a
+   * transport (NCCL, CUDA-aware MPI or host staging) between ranks. */
+  s->device_halo = s->backend == TS_BACKEND_CUDA;
+  if (s->device_halo && s->nranks > 1) {
+    int device = s->parts[0]->device;
+    for (int k = 1; k < s->nparts; k++)
+      if (s->parts[k]->device != device)
+        device = -1;
+    ts_transport_kind chosen;
+    ts_status opened =
+        ts_transport_open(s->comm, device, s->p.parallel.transport, &transport, &chosen);
+    TS_CALL(ts_comm_agree(s->comm, opened));
+    s->transport = ts_transport_name(chosen);
+  }
 #endif
   for (int k = 0; k < s->nparts; k++) {
     ts_halo_field *f = &s->fields[s->parts[k]->sub];
@@ -91,6 +105,8 @@ ts_status swe_build_halo_plan(ts_swe *s) {
 #if TESSERA_HAVE_CUDA
   if (st == TS_OK && s->device_halo)
     ts_halo_set_copier(s->halo, swe_cuda_copy_box);
+  if (st == TS_OK && transport)
+    st = ts_halo_set_transport(s->halo, transport);
 #endif
   free(windows);
   return st;
@@ -109,15 +125,10 @@ static void refresh_halo(swe_part *p, void *arg) {
 }
 
 static ts_status start_exchange(ts_swe *s) {
-  for (int k = 0; k < s->nparts; k++) {
 #if TESSERA_HAVE_CUDA
-    if (s->device_halo) {
-      swe_cuda_sync(s->parts[k]);
-      continue;
-    }
+  for (int k = 0; k < s->nparts && s->device_halo; k++)
+    swe_cuda_sync(s->parts[k]); /* the halos are read outside the parts' streams */
 #endif
-    swe_part_to_host(s->parts[k]);
-  }
   TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
   s->in_flight = 1;
   s->cycle = 0;
@@ -130,14 +141,15 @@ ts_status swe_finish_exchange(ts_swe *s) {
   s->in_flight = 0;
   TS_CALL(ts_halo_finish(s->halo, s->fields));
 #if TESSERA_HAVE_CUDA
-  if (s->device_halo)
+  if (s->device_halo) {
+    double t0 = omp_get_wtime();
     swe_cuda_halo_wait(); /* the copies between devices, queued by the start */
-#endif
-  if (s->backend == TS_BACKEND_CUDA && !s->device_halo)
+    double waited = omp_get_wtime() - t0;
     for (int k = 0; k < s->nparts; k++)
-      swe_part_changed_on_host(s->parts[k]); /* the halo cells came in on the host */
-  else
-    swe_for_parts(s, refresh_halo, NULL);
+      s->halo_times[s->parts[k]->sub].wait += waited;
+  }
+#endif
+  swe_for_parts(s, refresh_halo, NULL);
   return TS_OK;
 }
 
