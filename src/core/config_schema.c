@@ -68,6 +68,9 @@ static const ts_config_key schema[] = {
      "skip dry tiles with dry neighbours: on, off, or auto (off when 90% of tiles are active)"},
     {"parallel", "overlap", "", "on",
      "hide the halo exchange behind interior computation: on or off"},
+    {"parallel", "transport", "", "auto",
+     "halos between MPI ranks on GPUs: auto (nccl, else cuda-mpi, else host), host, cuda-mpi, "
+     "nccl"},
     {"output", "png_depth_max", "m", "0",
      "top of the PNG colour bar (0: the largest depth at t = 0, or 1 m if dry)"},
 };

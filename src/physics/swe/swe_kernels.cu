@@ -12,8 +12,10 @@
  * reduced per block and combined with an atomic maximum on their bits (non-negative floats
  * order like integers). */
 #include <cuda_runtime.h>
+
 #include <limits.h>
 #include <math.h>
+#include <mutex>
 #include <stdio.h>
 
 extern "C" {
@@ -339,18 +341,46 @@ __device__ static int tile_place(region_t r, tiles_t tiles, int *i0, int *i1, in
   *j0 = r.j0 + (int)blockIdx.y * TILE_H;
   *i1 = min(*i0 + TILE_W, r.i1);
   *j1 = min(*j0 + TILE_H, r.j1);
-  for (int ty = *j0 / tiles.size; ty <= (*j1 - 1) / tiles.size; ty++)
-    for (int tx = *i0 / tiles.size; tx <= (*i1 - 1) / tiles.size; tx++)
+  /* i / size for 0 <= i < 2^30: (i + 1/2) / size in double is never within rounding error of
+   * an integer, so the floor is exact (and cheaper than an integer division) */
+  double inv = 1.0 / tiles.size;
+  int tx0 = (int)((*i0 + 0.5) * inv), tx1 = (int)((*i1 - 0.5) * inv);
+  int ty0 = (int)((*j0 + 0.5) * inv), ty1 = (int)((*j1 - 0.5) * inv);
+  for (int ty = ty0; ty <= ty1; ty++)
+    for (int tx = tx0; tx <= tx1; tx++)
       if (tiles.on[tx + ty * tiles.nx])
         return 1;
   return 0;
 }
 
-/* The largest wave speeds (x, y) over the faces of the cells of r that the CPU sweep counts:
- * faces of owned cells, where the tile of the high cell (inside r) or of the low cell (inside r)
- * is active. */
+/* Stores the fluxes of ALONG x LINES faces from shared face (lo_face, lo_line) of one axis, and
+ * the sources of the cells whose low face they are, into the part's arrays. */
+template <int ALONG, int LINES>
+__device__ static void tile_store_faces(const tile_t *t, const swe_arrays *g, int64_t origin,
+                                        int x_axis, int n_faces, int n_lines) {
+  TILE_FOR(n, ALONG * LINES) {
+    int a = RING + n % ALONG, b = RING + n / ALONG;
+    if (a - RING > n_faces || b - RING >= n_lines)
+      continue;
+    int c = x_axis ? a + b * SH_ROW : b + a * SH_ROW, i, j;
+    tile_cell(t, c, &i, &j);
+    int64_t gc = origin + i + (int64_t)j * g->row;
+    ts_real *const *flux = x_axis ? g->fx : g->fy;
+    const ts_real *const *sflux = x_axis ? t->a.fx : t->a.fy;
+    flux[0][gc] = sflux[0][c];
+    flux[1][gc] = sflux[1][c];
+    flux[2][gc] = sflux[2][c];
+    if (a - RING < n_faces)
+      (x_axis ? g->src_x : g->src_y)[gc] = (x_axis ? t->a.src_x : t->a.src_y)[c];
+  }
+}
+
+/* The first stage's fluxes of the faces of the cells of r (stored, with the cells' bed sources,
+ * and the characteristic speeds of the tile and its first ring, for k_limit and k_update_first),
+ * and the largest wave speeds (x, y) over the faces that the CPU sweep counts: faces of owned
+ * cells, where the tile of the high cell (inside r) or of the low cell (inside r) is active. */
 static __global__ void __launch_bounds__(TILE_THREADS, 2)
-    k_speeds(swe_arrays g, swe_consts k, region_t r, region_t own, int64_t origin, int nx, int ny,
+    k_fluxes(swe_arrays g, swe_consts k, region_t r, region_t own, int64_t origin, int nx, int ny,
              swe_bits *amax, tiles_t tiles) {
   extern __shared__ __align__(16) char shared_mem[];
   int i0, i1, j0, j1;
@@ -374,16 +404,65 @@ static __global__ void __launch_bounds__(TILE_THREADS, 2)
     int on = (a < ry1 && t.on[c]) || (a > ry0 && t.on[c - step]);
     return on && a >= fy0 && a <= fy1 && b >= ly0 && b < ly1;
   };
+  /* characteristic speeds of the window's cells among the tile and its first ring */
+  TILE_FOR(n, (TILE_W + 2) * (TILE_H + 2)) {
+    int a = RING - 1 + n % (TILE_W + 2), b = RING - 1 + n / (TILE_W + 2), c = a + b * SH_ROW;
+    int i = ox + a, j = oy + b;
+    if (i >= 0 && i < nx && j >= 0 && j < ny)
+      g.char_speed[origin + i + (int64_t)j * g.row] = t.a.char_speed[c];
+  }
+  int w = i1 - i0, h = j1 - j0;
   /* the faces of the tile's cells: x faces [RING, RING + TILE_W], y faces [RING, RING + TILE_H] */
-  tile_reconstruct<TILE_W + 2, TILE_H, false>(&t, &k, 1, RING - 1, RING);
+  tile_reconstruct<TILE_W + 2, TILE_H, true>(&t, &k, 1, RING - 1, RING);
   __syncthreads();
-  ts_real ax = tile_faces<TILE_W + 1, TILE_H, false>(&t, &k, 1, RING, RING, counts_x);
+  ts_real ax = tile_faces<TILE_W + 1, TILE_H, true>(&t, &k, 1, RING, RING, counts_x);
   __syncthreads();
-  tile_reconstruct<TILE_H + 2, TILE_W, false>(&t, &k, 0, RING - 1, RING);
+  TILE_FOR(n, TILE_W * TILE_H) {
+    int c = (RING + n % TILE_W) + (RING + n / TILE_W) * SH_ROW;
+    t.a.src_x[c] = t.a.src_x[c] - t.corr[c + 1];
+  }
+  tile_reconstruct<TILE_H + 2, TILE_W, true>(&t, &k, 0, RING - 1, RING);
   __syncthreads();
-  ts_real ay = tile_faces<TILE_H + 1, TILE_W, false>(&t, &k, 0, RING, RING, counts_y);
+  tile_store_faces<TILE_W + 1, TILE_H>(&t, &g, origin, 1, w, h);
+  ts_real ay = tile_faces<TILE_H + 1, TILE_W, true>(&t, &k, 0, RING, RING, counts_y);
+  __syncthreads();
+  TILE_FOR(n, TILE_W * TILE_H) {
+    int c = (RING + n % TILE_W) + (RING + n / TILE_W) * SH_ROW;
+    t.a.src_y[c] = t.a.src_y[c] - t.corr[c + SH_ROW];
+  }
+  __syncthreads();
+  tile_store_faces<TILE_H + 1, TILE_W>(&t, &g, origin, 0, h, w);
   block_max(ax, amax);
   block_max(ay, amax + 1);
+}
+
+/* The first stage's outflow limiters and speed caps of the cells of r in active tiles, from
+ * the stored fluxes and characteristic speeds (swe_drain_cell). */
+static __global__ void k_limit(swe_arrays g, swe_consts k, region_t r, int64_t origin, ts_real dt,
+                               tiles_t tiles) {
+  int i, j;
+  if (cell_of(r, 0, 0, &i, &j) && tile_on(tiles, i, j))
+    swe_drain_cell(&g, &k, (swe_idx)(origin + i + (int64_t)j * g.row), dt);
+}
+
+/* The first stage's update of the active cells of r in active tiles, from the stored fluxes,
+ * limiters and sources, into `out` (swe_update_cell). */
+static __global__ void k_update_first(swe_arrays g, swe_arrays out, swe_consts k, region_t r,
+                                      int64_t origin, ts_real dt, int *bad, tiles_t tiles) {
+  int i, j;
+  if (!cell_of(r, 0, 0, &i, &j) || !tile_on(tiles, i, j))
+    return;
+  swe_idx c = (swe_idx)(origin + i + (int64_t)j * g.row);
+  if (g.active[c] && swe_update_cell(&out, &g, &k, c, c, dt, 0))
+    *bad = 1;
+}
+
+/* Inflow sides of the first stage: their boundary faces carry the prescribed discharge. */
+static __global__ void k_inflow(swe_arrays g, int side, int nx, int ny, int64_t origin, ts_real q) {
+  int along = side < 2 ? ny : nx;
+  int at = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (at < along)
+    swe_impose_side_flux(&g, (swe_idx)origin, nx, ny, side, at, q);
 }
 
 /* Inflow sides of a stage: the unit discharge imposed on their boundary faces. */
@@ -570,15 +649,15 @@ static dim3 tiles_for(swe_region r) {
               (unsigned)((r.j1 - r.j0 + TILE_H - 1) / TILE_H));
 }
 
-/* The first stage's wave speeds (the time step needs them before any update); the fluxes
- * themselves are computed by the stage kernel. */
+/* The first stage's fluxes and wave speeds (the time step needs them before any update); the
+ * second stage computes its fluxes in the stage kernel. */
 static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
   if (!amax || empty(r))
     return;
   swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
-  k_speeds<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
+  k_fluxes<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
       stage_state(g), k, region(r), region(s->own), s->origin, s->nx, s->ny, g->amax, tiles_of(s));
   swe_bits bits[2];
   check(cudaMemcpyAsync(bits, g->amax, sizeof bits, cudaMemcpyDeviceToHost, g->stream),
@@ -588,18 +667,29 @@ static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
   amax[1] = fmax(amax[1], (double)swe_from_bits(bits[1]));
 }
 
-/* Records the inflow discharges of the stage for the stage kernel. */
+/* The first stage imposes the inflow discharges on its stored fluxes; the second records them
+ * for its stage kernel. */
 static void gpu_impose_inflow(swe_part *s, double t) {
-  swe_gpu *g = gpu_of(s);
+  swe_gpu *g = use(s);
   for (int side = 0; side < 4; side++) {
     g->inflow_on[side] =
         s->p->bc[side].type == TS_BC_INFLOW && s->bc_cells[side] != 0 && !s->internal[side];
     g->inflow_q[side] = g->inflow_on[side] ? (ts_real)swe_inflow_unit(s, side, t, 0) : 0;
+    int n = side < 2 ? s->ny : s->nx;
+    if (g->inflow_on[side] && !g->mid_step)
+      k_inflow<<<(n + 127) / 128, 128, 0, g->stream>>>(stage_state(g), side, s->nx, s->ny,
+                                                       s->origin, g->inflow_q[side]);
   }
 }
 
-/* Nothing to do: the stage kernel computes the limiters of the cells it updates. */
-static void gpu_drain(swe_part *s, swe_region r, double dt) { (void)s, (void)r, (void)dt; }
+/* The first stage's limiters (the second stage's kernel computes its own). */
+static void gpu_drain(swe_part *s, swe_region r, double dt) {
+  swe_gpu *g = use(s);
+  if (g->mid_step || empty(r))
+    return;
+  k_limit<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
+      stage_state(g), swe_part_consts(s), region(r), s->origin, (ts_real)dt, tiles_of(s));
+}
 
 static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
   swe_gpu *g = use(s);
@@ -610,20 +700,23 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
   out.w0 = g->dev.w; /* the start of the step, for stage 1's average */
   out.hu0 = g->dev.hu;
   out.hv0 = g->dev.hv;
-  int to_mid = stage == 0 && k.rk_order == 2;
-  if (to_mid || k.rk_order == 1) {
+  if (stage == 0) {
     /* A stage cannot write the state it reads; first-order steps are copied back after. */
     out.w = g->dev.w0;
     out.hu = g->dev.hu0;
     out.hv = g->dev.hv0;
+    if (!empty(r))
+      k_update_first<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
+          in, out, k, region(r), s->origin, (ts_real)dt, g->bad, tiles_of(s));
+  } else {
+    inflow_t inflow;
+    for (int side = 0; side < 4; side++)
+      inflow.q[side] = g->inflow_q[side], inflow.on[side] = g->inflow_on[side];
+    if (!empty(r))
+      k_stage<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
+          in, out, k, region(r), s->origin, s->nx, s->ny, (ts_real)dt, stage, inflow, g->bad,
+          tiles_of(s));
   }
-  inflow_t inflow;
-  for (int side = 0; side < 4; side++)
-    inflow.q[side] = g->inflow_q[side], inflow.on[side] = g->inflow_on[side];
-  if (!empty(r))
-    k_stage<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
-        in, out, k, region(r), s->origin, s->nx, s->ny, (ts_real)dt, stage, inflow, g->bad,
-        tiles_of(s));
   if (k.rk_order == 1) {
     size_t rb = (size_t)s->plane * sizeof(ts_real);
     ts_real *from[3] = {g->dev.w0, g->dev.hu0, g->dev.hv0};
@@ -631,7 +724,7 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
     for (int a = 0; a < 3; a++)
       check(cudaMemcpyAsync(to[a], from[a], rb, cudaMemcpyDeviceToDevice, g->stream), "copy");
   }
-  g->mid_step = to_mid;
+  g->mid_step = stage == 0 && k.rk_order == 2;
   return 0;
 }
 
@@ -818,8 +911,8 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
   int shared = (int)tile_shared_bytes();
   check(cudaFuncSetAttribute(k_stage, cudaFuncAttributeMaxDynamicSharedMemorySize, shared),
         "shared memory of the stage kernel");
-  check(cudaFuncSetAttribute(k_speeds, cudaFuncAttributeMaxDynamicSharedMemorySize, shared),
-        "shared memory of the speed kernel");
+  check(cudaFuncSetAttribute(k_fluxes, cudaFuncAttributeMaxDynamicSharedMemorySize, shared),
+        "shared memory of the flux kernel");
   size_t rb = (size_t)s->plane * sizeof(ts_real), db = (size_t)s->plane * sizeof(double);
   swe_arrays host = swe_part_arrays(s);
   ts_real **dev_r[] = {&g->dev.w,     &g->dev.hu,         &g->dev.hv,        &g->dev.w_carry,
@@ -933,16 +1026,20 @@ extern "C" int SWE_CUDA_FIELDS(const swe_part *s, ts_halo_field *out) {
 static cudaStream_t halo_streams[64];
 static int halo_pending[64];
 
+static std::mutex halo_streams_lock;
+
+/* The halo stream of the device holding dst, made the calling thread's current device (a copy
+ * must be queued from its stream's device; the halo engine copies on several threads). */
 static cudaStream_t halo_stream_for(const void *dst) {
   cudaPointerAttributes at;
   check(cudaPointerGetAttributes(&at, dst), "pointer attributes");
   int d = at.device;
   if (d < 0 || d >= 64)
     d = 0;
-  if (!halo_streams[d]) {
-    cudaSetDevice(d);
+  check(cudaSetDevice(d), "device selection");
+  std::lock_guard<std::mutex> hold(halo_streams_lock);
+  if (!halo_streams[d])
     check(cudaStreamCreateWithFlags(&halo_streams[d], cudaStreamNonBlocking), "stream");
-  }
   halo_pending[d] = 1;
   return halo_streams[d];
 }
@@ -975,6 +1072,7 @@ extern "C" void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t
 extern "C" void swe_cuda_halo_wait(void) {
   for (int d = 0; d < 64; d++)
     if (halo_pending[d]) {
+      check(cudaSetDevice(d), "device selection");
       check(cudaStreamSynchronize(halo_streams[d]), "halo copies");
       halo_pending[d] = 0;
     }
