@@ -70,7 +70,11 @@ typedef struct swe_gpu {
   int *bad;
   unsigned char *tile_wet, *tile_on; /* early exit: per tile of the window */
   int mid_step;                      /* the state of the stage lies in (w0, hu0, hv0) */
-  ts_real inflow_q[4];               /* unit discharges imposed by the current stage */
+  char *probe_dev, *probe_host;      /* gather buffers of to_host_cells (pinned on the host) */
+  swe_bits *amax_host;               /* pinned: the wave speeds and the non-finite flag read back */
+  int *bad_host;
+  size_t probe_bytes;
+  ts_real inflow_q[4]; /* unit discharges imposed by the current stage */
   int inflow_on[4];
   cudaStream_t stream;
 } swe_gpu;
@@ -659,12 +663,12 @@ static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
   check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
   k_fluxes<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
       stage_state(g), k, region(r), region(s->own), s->origin, s->nx, s->ny, g->amax, tiles_of(s));
-  swe_bits bits[2];
-  check(cudaMemcpyAsync(bits, g->amax, sizeof bits, cudaMemcpyDeviceToHost, g->stream),
+  check(cudaMemcpyAsync(g->amax_host, g->amax, 2 * sizeof(swe_bits), cudaMemcpyDeviceToHost,
+                        g->stream),
         "copy of the wave speeds");
   check(cudaStreamSynchronize(g->stream), "fluxes");
-  amax[0] = fmax(amax[0], (double)swe_from_bits(bits[0]));
-  amax[1] = fmax(amax[1], (double)swe_from_bits(bits[1]));
+  amax[0] = fmax(amax[0], (double)swe_from_bits(g->amax_host[0]));
+  amax[1] = fmax(amax[1], (double)swe_from_bits(g->amax_host[1]));
 }
 
 /* The first stage imposes the inflow discharges on its stored fluxes; the second records them
@@ -756,9 +760,10 @@ static void gpu_maxima(swe_part *s) {
 
 static int gpu_take_bad(swe_part *s) {
   swe_gpu *g = use(s);
-  int bad = 0;
-  check(cudaMemcpyAsync(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost, g->stream), "copy");
+  check(cudaMemcpyAsync(g->bad_host, g->bad, sizeof(int), cudaMemcpyDeviceToHost, g->stream),
+        "copy");
   check(cudaStreamSynchronize(g->stream), "step");
+  int bad = *g->bad_host;
   if (bad)
     check(cudaMemset(g->bad, 0, sizeof(int)), "memset");
   return bad;
@@ -810,22 +815,29 @@ static void gpu_to_host_cells(swe_part *s, const int64_t *cells, int n) {
   swe_gpu *g = use(s);
   size_t bytes = (size_t)n * (sizeof(int64_t) + 5 * sizeof(ts_real) + 4 * sizeof(double)) +
                  4 * sizeof(double *);
-  char *dev = NULL, *host = (char *)malloc(bytes);
-  check(cudaMalloc((void **)&dev, bytes), "allocation for probes");
+  if (bytes > g->probe_bytes) { /* kept between calls: gauges are read every step */
+    cudaFree(g->probe_dev);
+    cudaFreeHost(g->probe_host);
+    check(cudaMalloc((void **)&g->probe_dev, bytes), "allocation for probes");
+    check(cudaMallocHost((void **)&g->probe_host, bytes), "allocation for probes");
+    g->probe_bytes = bytes;
+  }
+  char *dev = g->probe_dev, *host = g->probe_host;
+  int64_t *h_cells = (int64_t *)host;
+  memcpy(h_cells, cells, sizeof(int64_t) * (size_t)n);
+  memcpy(h_cells + n, g->max, 4 * sizeof(double *));
   int64_t *d_cells = (int64_t *)dev;
   double **d_max = (double **)(d_cells + n);
   double *d_doubles = (double *)(d_max + 4);
   ts_real *d_reals = (ts_real *)(d_doubles + 4 * (size_t)n);
-  check(cudaMemcpyAsync(d_cells, cells, sizeof(int64_t) * (size_t)n, cudaMemcpyHostToDevice,
-                        g->stream),
-        "copy");
-  check(cudaMemcpyAsync(d_max, g->max, 4 * sizeof(double *), cudaMemcpyHostToDevice, g->stream),
-        "copy");
+  size_t head = sizeof(int64_t) * (size_t)n + 4 * sizeof(double *);
+  check(cudaMemcpyAsync(dev, host, head, cudaMemcpyHostToDevice, g->stream), "copy");
   k_gather<<<(n + 127) / 128, 128, 0, g->stream>>>(g->dev, swe_part_consts(s), d_max, d_cells, n,
                                                    d_reals, d_doubles);
-  check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, g->stream), "copy of probes");
+  check(cudaMemcpyAsync(host + head, dev + head, bytes - head, cudaMemcpyDeviceToHost, g->stream),
+        "copy of probes");
   check(cudaStreamSynchronize(g->stream), "probes");
-  double *h_doubles = (double *)((double **)((int64_t *)host + n) + 4);
+  double *h_doubles = (double *)(host + head);
   ts_real *h_reals = (ts_real *)(h_doubles + 4 * (size_t)n);
   ts_real *dst_r[5] = {(ts_real *)s->w, (ts_real *)s->hu, (ts_real *)s->hv, (ts_real *)s->u,
                        (ts_real *)s->v};
@@ -836,8 +848,6 @@ static void gpu_to_host_cells(swe_part *s, const int64_t *cells, int n) {
     for (int v = 0; v < 4; v++)
       dst_d[v][cells[t]] = h_doubles[4 * t + v];
   }
-  cudaFree(dev);
-  free(host);
 }
 static void gpu_to_device(swe_part *s) { mirror(s, 0); }
 
@@ -880,6 +890,10 @@ static void gpu_release(swe_part *s) {
   cudaFree(g->bad);
   cudaFree(g->tile_wet);
   cudaFree(g->tile_on);
+  cudaFree(g->probe_dev);
+  cudaFreeHost(g->probe_host);
+  cudaFreeHost(g->amax_host);
+  cudaFreeHost(g->bad_host);
   cudaStreamDestroy(g->stream);
   free(g);
   s->gpu = NULL;
@@ -957,6 +971,10 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
     e = cudaMalloc((void **)&g->max[a], db);
   if (e == cudaSuccess)
     e = cudaMalloc((void **)&g->amax, 2 * sizeof(swe_bits));
+  if (e == cudaSuccess)
+    e = cudaMallocHost((void **)&g->amax_host, 2 * sizeof(swe_bits));
+  if (e == cudaSuccess)
+    e = cudaMallocHost((void **)&g->bad_host, sizeof(int));
   if (e == cudaSuccess && (e = cudaMalloc((void **)&g->bad, sizeof(int))) == cudaSuccess)
     e = cudaMemset(g->bad, 0, sizeof(int));
   size_t ntiles = (size_t)s->tiles_x * s->tiles_y;
