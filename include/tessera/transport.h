@@ -34,6 +34,11 @@ int ts_transport_available(ts_transport_kind k);
  * same arguments returns the same transport. */
 ts_status ts_transport_open(const ts_comm *c, int device, ts_transport_kind want,
                             const ts_halo_transport **out, ts_transport_kind *chosen);
+/* Element-wise maximum over the ranks of `count` unsigned integers of `bytes` (4 or 8) bytes in
+ * device memory, in place, queued on a CUDA stream (cudaStream_t) of this rank's GPU: NCCL's
+ * all-reduce. Only with the nccl transport open. */
+ts_status ts_transport_max(void *device_buf, int count, int bytes, void *stream);
+
 /* Frees the transport (collective). */
 void ts_transport_close(void);
 

@@ -305,6 +305,21 @@ ts_status ts_transport_open(const ts_comm *c, int device, ts_transport_kind want
   return TS_OK;
 }
 
+ts_status ts_transport_max(void *device_buf, int count, int bytes, void *stream) {
+#if TESSERA_HAVE_NCCL
+  if (T.open && T.kind == TS_TRANSPORT_NCCL) {
+    ncclResult_t r =
+        ncclAllReduce(device_buf, device_buf, (size_t)count, bytes == 8 ? ncclUint64 : ncclUint32,
+                      ncclMax, T.nccl, (cudaStream_t)stream);
+    return r == ncclSuccess ? TS_OK
+                            : ts_error(TS_ERR_INTERNAL, "transport nccl: all-reduce failed: %s",
+                                       ncclGetErrorString(r));
+  }
+#endif
+  (void)device_buf, (void)count, (void)bytes, (void)stream;
+  return ts_error(TS_ERR_INTERNAL, "transport: a device all-reduce needs the nccl transport");
+}
+
 void ts_transport_close(void) {
   if (!T.open)
     return;
@@ -332,6 +347,11 @@ ts_status ts_transport_open(const ts_comm *c, int device, ts_transport_kind want
   *out = NULL;
   *chosen = TS_TRANSPORT_HOST;
   return ts_error(TS_ERR_INPUT, "GPU transports need a build with CUDA and MPI");
+}
+
+ts_status ts_transport_max(void *device_buf, int count, int bytes, void *stream) {
+  (void)device_buf, (void)count, (void)bytes, (void)stream;
+  return ts_error(TS_ERR_INTERNAL, "transport: a device all-reduce needs the nccl transport");
 }
 
 void ts_transport_close(void) {}

@@ -69,6 +69,7 @@ typedef struct swe_part {
 
   double compute_s; /* seconds in the kernels */
   int device;       /* CUDA device of a GPU part, -1 on the CPU */
+  int reduce_ranks; /* take_speeds reduces over the ranks (NCCL; every rank has one part) */
   void *gpu;        /* the GPU backend's state (device arrays, stream), NULL on the CPU */
 } swe_part;
 
@@ -84,8 +85,12 @@ struct swe_kernels {
   /* Ghost cells of the global sides along the window, for stage time t. */
   void (*fill_boundaries)(swe_part *s, double t);
   /* Face fluxes and bed sources of the cells of r; adds the largest wave speeds of the faces
-   * of owned cells to amax (x, y), unless amax is NULL (stages after the first). */
+   * of owned cells to amax (x, y), unless amax is NULL (stages after the first). GPU backends
+   * keep them on the device until take_speeds. */
   void (*fluxes)(swe_part *s, swe_region r, double amax[2]);
+  /* GPU backends (NULL on the CPU): the wave speeds the first stage's fluxes accumulated, reduced
+   * over the ranks on the device first when the part's reduce_ranks is set; then reset. */
+  void (*take_speeds)(swe_part *s, double amax[2]);
   void (*impose_inflow)(swe_part *s, double t);
   void (*drain)(swe_part *s, swe_region r, double dt);
   /* Euler stage on the cells of r; returns nonzero on a non-finite value. */
@@ -196,6 +201,7 @@ struct ts_swe {
   int in_flight;           /* an exchange was started and not finished */
   int device_halo;         /* GPU parts: halos move in device memory (copies, transport) */
   const char *transport;   /* how halos move (ts_swe_transport) */
+  int speeds_on_device;    /* the wave speeds are reduced over the ranks on the GPUs */
   int early_exit;          /* resolved at the first step */
   ts_backend backend;      /* resolved at creation */
   int gpus;                /* CUDA devices this process sees */

@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "physics/swe/swe_internal.h"
+#include "tessera/transport.h"
 }
 
 #if TS_REAL_DOUBLE
@@ -660,12 +661,25 @@ static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
     return;
   swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
-  check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
   k_fluxes<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
       stage_state(g), k, region(r), region(s->own), s->origin, s->nx, s->ny, g->amax, tiles_of(s));
+}
+
+/* The wave speeds accumulated by the first stage's flux kernels (over the ranks with NCCL),
+ * read back; then reset for the next step. */
+static void gpu_take_speeds(swe_part *s, double amax[2]) {
+  swe_gpu *g = use(s);
+  if (s->reduce_ranks) {
+    ts_status st = ts_transport_max(g->amax, 2, (int)sizeof(swe_bits), g->stream);
+    if (st != TS_OK) {
+      fprintf(stderr, "tessera: %s\n", ts_error_message());
+      exit(1); /* a collective that failed leaves the ranks out of step */
+    }
+  }
   check(cudaMemcpyAsync(g->amax_host, g->amax, 2 * sizeof(swe_bits), cudaMemcpyDeviceToHost,
                         g->stream),
         "copy of the wave speeds");
+  check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
   check(cudaStreamSynchronize(g->stream), "fluxes");
   amax[0] = fmax(amax[0], (double)swe_from_bits(g->amax_host[0]));
   amax[1] = fmax(amax[1], (double)swe_from_bits(g->amax_host[1]));
@@ -969,8 +983,8 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
   g->dev.row = s->row;
   for (int a = 0; a < 4 && e == cudaSuccess; a++)
     e = cudaMalloc((void **)&g->max[a], db);
-  if (e == cudaSuccess)
-    e = cudaMalloc((void **)&g->amax, 2 * sizeof(swe_bits));
+  if (e == cudaSuccess && (e = cudaMalloc((void **)&g->amax, 2 * sizeof(swe_bits))) == cudaSuccess)
+    e = cudaMemset(g->amax, 0, 2 * sizeof(swe_bits));
   if (e == cudaSuccess)
     e = cudaMallocHost((void **)&g->amax_host, 2 * sizeof(swe_bits));
   if (e == cudaSuccess)
@@ -1000,6 +1014,7 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .set_surface = SWE_CPU_KERNELS.set_surface,
     .fill_boundaries = gpu_fill_boundaries,
     .fluxes = gpu_fluxes,
+    .take_speeds = gpu_take_speeds,
     .impose_inflow = gpu_impose_inflow,
     .drain = gpu_drain,
     .update = gpu_update,

@@ -78,6 +78,12 @@ ts_status swe_build_halo_plan(ts_swe *s) {
         ts_transport_open(s->comm, device, s->p.parallel.transport, &transport, &chosen);
     TS_CALL(ts_comm_agree(s->comm, opened));
     s->transport = ts_transport_name(chosen);
+    /* With NCCL and one part per rank, the time step's maximum is an all-reduce on the GPUs. */
+    double several = s->nparts != 1;
+    TS_CALL(ts_comm_max(s->comm, &several, 1));
+    s->speeds_on_device = chosen == TS_TRANSPORT_NCCL && several == 0;
+    for (int k = 0; k < s->nparts; k++)
+      s->parts[k]->reduce_ranks = s->speeds_on_device;
   }
 #endif
   for (int k = 0; k < s->nparts; k++) {
@@ -295,9 +301,13 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
     }
     if (stage == 0 && st == TS_OK) {
       double a[2] = {0, 0};
-      for (int k = 0; k < s->nparts; k++)
+      for (int k = 0; k < s->nparts; k++) {
+        if (s->parts[k]->k->take_speeds)
+          s->parts[k]->k->take_speeds(s->parts[k], amax[k]);
         a[0] = fmax(a[0], amax[k][0]), a[1] = fmax(a[1], amax[k][1]);
-      st = ts_comm_max(s->comm, a, 2);
+      }
+      if (!s->speeds_on_device)
+        st = ts_comm_max(s->comm, a, 2);
       double lim = INFINITY;
       if (a[0] > 0)
         lim = fmin(lim, s->p.cfl * s->grid.dx[0] / a[0]);
