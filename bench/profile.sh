@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Per-opcode profile of the shallow-water kernels on a GPU machine (Nsight Compute source view):
 # executed warp instructions per cell and stall share of each SASS opcode, for the kernels that
-# match $1 (default k_speeds|k_stage) in a 2048^2 float benchmark. Same setup as device.sh.
+# match $1 (default: k_fluxes and k_stage) in a 2048^2 float benchmark. Same setup as device.sh.
 set -u
 root=$(pwd)
 out=${OUT:-$root/device-out}
@@ -9,7 +9,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 T=$root/build-gpu/apps/tessera/tessera
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-for k in ${1:-k_speeds k_stage}; do
+for k in ${1:-k_fluxes k_stage}; do
   "$ncu" --kernel-name "$k" --launch-count 1 --section SourceCounters --page source \
     --print-source sass --csv "$T" bench swe --backend cuda --size 2048 --steps 1 \
     >"$out/source_$k.csv" 2>/dev/null

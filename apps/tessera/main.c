@@ -217,6 +217,19 @@ static int relaunch_under_mpirun(int ranks, int argc, char **argv, const char *e
   return 1;
 }
 
+/* Opens a benchmark's JSON file (written to a temporary name, renamed when complete) and
+ * starts its object with the model; NULL, with the error printed, when it cannot be written. */
+static FILE *bench_json_open(const char *path, char *tmp, size_t tmp_size, ts_json *j) {
+  FILE *f = ts_open_temp(path, tmp, tmp_size);
+  if (!f) {
+    fprintf(stderr, "tessera: %s: cannot write\n", path);
+    return NULL;
+  }
+  ts_json_begin(j, f);
+  ts_json_key(j, "model"), ts_json_string(j, "swe");
+  return f;
+}
+
 /* --weak / --strong: one GPU against all of --devices. */
 typedef enum { SCALING_NONE, SCALING_WEAK, SCALING_STRONG } scaling_kind;
 typedef struct scaling {
@@ -291,14 +304,10 @@ static int bench_scaling(const scaling *sc, int n, ts_precision precision,
          on.mcells / 1e3, on.mcells / 1e3 / gpus, 100 * efficiency, hidden, off.mcells / 1e3);
   if (json) {
     char tmp[4200];
-    FILE *f = ts_open_temp(json, tmp, sizeof tmp);
-    if (!f) {
-      fprintf(stderr, "tessera: %s: cannot write\n", json);
-      return 1;
-    }
     ts_json j;
-    ts_json_begin(&j, f);
-    ts_json_key(&j, "model"), ts_json_string(&j, "swe");
+    FILE *f = bench_json_open(json, tmp, sizeof tmp, &j);
+    if (!f)
+      return 1;
     ts_json_key(&j, "scaling"), ts_json_string(&j, sc->kind == SCALING_WEAK ? "weak" : "strong");
     ts_json_key(&j, "mode"), ts_json_string(&j, sc->mpi ? "mpi" : "threads");
     ts_json_key(&j, "gpus"), ts_json_int(&j, gpus);
@@ -460,14 +469,10 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
   }
   if (json) {
     char tmp[4200];
-    FILE *f = ts_open_temp(json, tmp, sizeof tmp);
-    if (!f) {
-      fprintf(stderr, "tessera: %s: cannot write\n", json);
-      return 1;
-    }
     ts_json j;
-    ts_json_begin(&j, f);
-    ts_json_key(&j, "model"), ts_json_string(&j, "swe");
+    FILE *f = bench_json_open(json, tmp, sizeof tmp, &j);
+    if (!f)
+      return 1;
     ts_json_key(&j, "backend");
     ts_json_string(&j, par.backend == TS_BACKEND_CUDA ? "cuda" : "cpu");
     ts_json_key(&j, "copy_gb_per_s"), ts_json_number(&j, copy_gbs);

@@ -225,21 +225,25 @@ static size_t move_box(const halo_xfer *x, int nfields, const ts_halo_field *fro
   return moved;
 }
 
-static void masks_of(const ts_halo_plan *p, int dir, uint32_t *masks) {
-  for (int f = 0; f < p->nfields; f++)
-    masks[f] = comp_mask(&p->layout[f], dir);
+/* Packs (the sending subdomains' fields into buf) or unpacks (buf into the receiving ones')
+ * the transfers of a list through the transport. */
+static void transport_moves(const ts_halo_plan *p, const halo_xfer *list, int n,
+                            const ts_halo_field *fields, char *buf, int pack) {
+  int nf = p->nfields;
+  uint32_t masks[8];
+  for (int k = 0; k < n; k++) {
+    const halo_xfer *x = &list[k];
+    for (int f = 0; f < nf; f++)
+      masks[f] = comp_mask(&p->layout[f], x->dir);
+    p->transport->move(&x->box, nf, masks, fields + (size_t)(pack ? x->src : x->dst) * nf,
+                       buf + x->offset, pack);
+  }
 }
 
 /* With a transport: queue the packs, then post every message. */
 static ts_status start_transport(ts_halo_plan *p, const ts_halo_field *src) {
-  int nf = p->nfields;
   double t0 = omp_get_wtime();
-  uint32_t masks[8];
-  for (int k = 0; k < p->nsends; k++) {
-    halo_xfer *x = &p->sends[k];
-    masks_of(p, x->dir, masks);
-    p->transport->move(&x->box, nf, masks, src + (size_t)x->src * nf, p->sendbuf + x->offset, 1);
-  }
+  transport_moves(p, p->sends, p->nsends, src, p->sendbuf, 1);
   double pack = omp_get_wtime() - t0;
   for (int k = 0; k < p->nsends; k++)
     p->times[p->sends[k].src].pack += pack / p->nsends;
@@ -252,16 +256,10 @@ static ts_status finish_transport(ts_halo_plan *p, const ts_halo_field *dst) {
   if (!p->active)
     return TS_OK;
   p->active = 0;
-  int nf = p->nfields;
   double t0 = omp_get_wtime();
   TS_CALL(p->transport->wait());
   double t1 = omp_get_wtime();
-  uint32_t masks[8];
-  for (int k = 0; k < p->nrecvs; k++) {
-    halo_xfer *x = &p->recvs[k];
-    masks_of(p, x->dir, masks);
-    p->transport->move(&x->box, nf, masks, dst + (size_t)x->dst * nf, p->recvbuf + x->offset, 0);
-  }
+  transport_moves(p, p->recvs, p->nrecvs, dst, p->recvbuf, 0);
   TS_CALL(p->transport->done());
   double t2 = omp_get_wtime();
   for (int s = 0; s < p->nsub; s++)

@@ -9,8 +9,9 @@
  *   last-bit differences flip discrete decisions at the wet/dry front (a cell turning wet one
  *   step apart), which moves single front cells by up to 1e-4 m: measured 5.1e-7 m (float) and
  *   2.6e-5 m (double) on an H100, against 1e-15 m (double) in the first 20 steps.
- * - GPU subdomains (rows, columns, tiles; ghost expansion 1 and 2; overlap on and off) and the
- *   GPU without early exit (skipping dry tiles) against one GPU subdomain: bit for bit.
+ * - GPU subdomains (rows, columns, tiles; ghost expansion 1 and 2; overlap on and off; a
+ *   boundary moved mid-run) and the GPU without early exit (skipping dry tiles) against one GPU
+ *   subdomain: bit for bit.
  * Exits 77 (skipped) when no GPU is there. */
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ typedef struct run_result {
 } run_result;
 
 static int early_exit = 1; /* of the next run */
+static int move_step = 0;  /* of the next run: after this step, subdomain 0 takes 9 cells of 1 */
 
 static int run(ts_precision prec, ts_backend backend, const ts_swe_parallel *split, int steps,
                run_result *out) {
@@ -59,8 +61,11 @@ static int run(ts_precision prec, ts_backend backend, const ts_swe_parallel *spl
   ts_swe *s;
   ts_status st = ts_swe_create(&s, &p, &bed, &h0, NULL, NULL, NULL);
   double dt;
-  for (int n = 0; n < steps && st == TS_OK; n++)
+  for (int n = 0; n < steps && st == TS_OK; n++) {
     st = ts_swe_step(s, 1e9, &dt);
+    if (st == TS_OK && n + 1 == move_step)
+      st = ts_swe_move_boundary(s, 0, 1, 9);
+  }
   ts_swe_var vars[NVARS] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_MAX_H, TS_SWE_ARRIVAL};
   for (int v = 0; v < NVARS && st == TS_OK; v++)
     st = ts_swe_get(s, vars[v], out->v[v]);
@@ -160,6 +165,20 @@ int main(void) {
             name, ts_decomp_kind_name(cfg[c].kind), cfg[c].count, cfg[c].k,
             cfg[c].overlap ? "on" : "off", d);
     }
+    /* A boundary between GPU subdomains moves mid-run: the cells change owner (and GPU). */
+    ts_swe_parallel rows = {
+        .subdomains = 2, .decomposition = TS_DECOMP_ROWS, .ghost_expansion = 1, .overlap = 1};
+    move_step = STEPS / 2;
+    if (run(precs[pi], TS_BACKEND_CUDA, &rows, STEPS, &split))
+      return 1;
+    move_step = 0;
+    long d_move = 0;
+    for (int v = 0; v < NVARS; v++)
+      max_difference(&gpu, &split, v, &d_move);
+    CHECK(d_move == 0 && split.t == gpu.t,
+          "%s GPU rows x2, boundary moved by 9 cells after %d steps: %ld values differ from one "
+          "GPU subdomain",
+          name, STEPS / 2, d_move);
   }
   return failures != 0;
 }

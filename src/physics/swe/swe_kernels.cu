@@ -168,6 +168,9 @@ __device__ static inline void block_max(ts_real v, swe_bits *out) {
 #define TILE_THREADS 1024
 #endif
 static const dim3 tile_threads(32, TILE_THREADS / 32);
+#ifndef SWE_TILE_BLOCKS
+#define SWE_TILE_BLOCKS 2 /* blocks of a tile kernel per SM: shared memory allows two */
+#endif
 #define RING SWE_STAGE_REACH
 #define SH_ROW (TILE_W + 2 * RING + 1) /* the ring, and one more corner */
 #define SH_COLS (TILE_H + 2 * RING + 1)
@@ -384,7 +387,7 @@ __device__ static void tile_store_faces(const tile_t *t, const swe_arrays *g, in
  * and the characteristic speeds of the tile and its first ring, for k_limit and k_update_first),
  * and the largest wave speeds (x, y) over the faces that the CPU sweep counts: faces of owned
  * cells, where the tile of the high cell (inside r) or of the low cell (inside r) is active. */
-static __global__ void __launch_bounds__(TILE_THREADS, 2)
+static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     k_fluxes(swe_arrays g, swe_consts k, region_t r, region_t own, int64_t origin, int nx, int ny,
              swe_bits *amax, tiles_t tiles) {
   extern __shared__ __align__(16) char shared_mem[];
@@ -479,7 +482,7 @@ struct inflow_t {
 /* One stage on the tile: fluxes of the faces of the tile and its first ring, limiters and speed
  * caps of those cells, then the update of the tile's active cells in active early-exit tiles,
  * from state `in` into `out` (see the head of this section). */
-static __global__ void __launch_bounds__(TILE_THREADS, 2)
+static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     k_stage(swe_arrays in, swe_arrays out, swe_consts k, region_t r, int64_t origin, int nx, int ny,
             ts_real dt, int stage, inflow_t inflow, int *bad, tiles_t tiles) {
   extern __shared__ __align__(16) char shared_mem[];
