@@ -71,6 +71,7 @@ typedef struct swe_gpu {
   int *bad;
   unsigned char *tile_wet, *tile_on; /* early exit: per tile of the window */
   int mid_step;                      /* the state of the stage lies in (w0, hu0, hv0) */
+  int maxima_done;                   /* the last stage recorded the step's maxima */
   char *probe_dev, *probe_host;      /* gather buffers of to_host_cells (pinned on the host) */
   swe_bits *amax_host;               /* pinned: the wave speeds and the non-finite flag read back */
   int *bad_host;
@@ -140,6 +141,32 @@ __device__ static inline void block_max(ts_real v, swe_bits *out) {
     v = swe_max(v, __shfl_down_sync(0xffffffffu, v, o));
   if ((threadIdx.x & 31) == 0 && v > 0)
     atomicMax(out, swe_to_bits(v));
+}
+
+/* Maxima since t = 0 of a cell with surface w over bed `bed` and discharges hu, hv at time t,
+ * where it is wet (depth > dry): depth, speed, surface and the first arrival of `arrival`. */
+struct maxima_t {
+  double *h, *speed, *arrival, *eta;
+  double arrival_depth, t;
+  ts_real dry, kappa;
+};
+
+__device__ static inline void maxima_of_cell(const maxima_t *m, int64_t c, ts_real w, ts_real bed,
+                                             ts_real hu, ts_real hv) {
+  ts_real depth = w - bed;
+  if (!(depth > m->dry))
+    return;
+  double h = (double)depth;
+  double u = (double)swe_velocity(hu, depth, m->kappa);
+  double v = (double)swe_velocity(hv, depth, m->kappa), sp = sqrt(u * u + v * v);
+  if (h > m->h[c])
+    m->h[c] = h;
+  if (sp > m->speed[c])
+    m->speed[c] = sp;
+  if (isnan(m->eta[c]) || (double)w > m->eta[c])
+    m->eta[c] = (double)w;
+  if (isnan(m->arrival[c]) && h > m->arrival_depth)
+    m->arrival[c] = m->t;
 }
 
 /* ------------------------------------------------------------------ the tile engine
@@ -484,7 +511,8 @@ struct inflow_t {
  * from state `in` into `out` (see the head of this section). */
 static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     k_stage(swe_arrays in, swe_arrays out, swe_consts k, region_t r, int64_t origin, int nx, int ny,
-            ts_real dt, int stage, inflow_t inflow, int *bad, tiles_t tiles) {
+            ts_real dt, int stage, inflow_t inflow, int *bad, tiles_t tiles, region_t own,
+            maxima_t maxima) {
   extern __shared__ __align__(16) char shared_mem[];
   int i0, i1, j0, j1;
   if (!tile_place(r, tiles, &i0, &i1, &j0, &j1))
@@ -540,35 +568,26 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
   TILE_FOR(n, TILE_W * TILE_H) {
     int i = i0 + n % TILE_W, j = j0 + n / TILE_W;
     int cf = (RING + n % TILE_W) + (RING + n / TILE_W) * SH_ROW;
-    if (i < i1 && j < j1 && t.a.active[cf] && t.on[cf])
-      any_bad |= swe_update_cell(&out, &t.a, &k, origin + i + (int64_t)j * out.row, cf, dt, stage);
+    if (i < i1 && j < j1 && t.a.active[cf] && t.on[cf]) {
+      swe_idx c = (swe_idx)(origin + i + (int64_t)j * out.row);
+      any_bad |= swe_update_cell(&out, &t.a, &k, c, cf, dt, stage);
+      /* the last stage records the step's maxima of the owned cells (k_maxima's work) */
+      if (i >= own.i0 && i < own.i1 && j >= own.j0 && j < own.j1)
+        maxima_of_cell(&maxima, c, out.w[c], t.a.bed[cf], out.hu[c], out.hv[c]);
+    }
   }
   if (__syncthreads_or(any_bad) && threadIdx.x == 0 && threadIdx.y == 0)
     *bad = 1;
 }
 
-static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, ts_real dry,
-                                ts_real kappa, double arrival_depth, double t, double *max_h,
-                                double *max_speed, double *arrival, double *max_eta,
+static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, maxima_t m,
                                 tiles_t tiles) {
   int i, j;
   if (!cell_of(own, 0, 0, &i, &j) || !tile_on(tiles, i, j))
     return;
   int64_t c = origin + i + j * a.row;
-  if (!a.active[c] || !(a.w[c] - a.bed[c] > dry))
-    return;
-  ts_real depth = a.w[c] - a.bed[c];
-  double h = (double)depth;
-  double u = (double)swe_velocity(a.hu[c], depth, kappa);
-  double v = (double)swe_velocity(a.hv[c], depth, kappa), sp = sqrt(u * u + v * v);
-  if (h > max_h[c])
-    max_h[c] = h;
-  if (sp > max_speed[c])
-    max_speed[c] = sp;
-  if (isnan(max_eta[c]) || (double)a.w[c] > max_eta[c])
-    max_eta[c] = (double)a.w[c];
-  if (isnan(arrival[c]) && h > arrival_depth)
-    arrival[c] = t;
+  if (a.active[c])
+    maxima_of_cell(&m, c, a.w[c], a.bed[c], a.hu[c], a.hv[c]);
 }
 
 /* Tile wet flags: one block per tile; a tile reaching outside `valid` counts as wet. */
@@ -600,6 +619,18 @@ static __global__ void k_tile_dilate(const unsigned char *wet, int tiles_x, int 
 
 static tiles_t tiles_of(const swe_part *s) {
   return tiles_t{gpu_of(s)->tile_on, s->p->tile_size, s->tiles_x};
+}
+
+static maxima_t maxima_of(const swe_part *s) {
+  const swe_gpu *g = gpu_of(s);
+  return maxima_t{g->max[0],
+                  g->max[1],
+                  g->max[2],
+                  g->max[3],
+                  s->p->arrival_depth,
+                  s->t,
+                  (ts_real)s->p->dry_depth,
+                  swe_part_consts(s).kappa};
 }
 
 static region_t region(swe_region r) { return region_t{r.i0, r.i1, r.j0, r.j1}; }
@@ -736,7 +767,8 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
     if (!empty(r))
       k_stage<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
           in, out, k, region(r), s->origin, s->nx, s->ny, (ts_real)dt, stage, inflow, g->bad,
-          tiles_of(s));
+          tiles_of(s), region(s->own), maxima_of(s));
+    g->maxima_done = 1; /* s->t is already the time after the step (swe_step sets it first) */
   }
   if (k.rk_order == 1) {
     size_t rb = (size_t)s->plane * sizeof(ts_real);
@@ -768,11 +800,15 @@ static void gpu_tile_mask(swe_part *s, swe_region valid) {
                                                              feeds, g->tile_on);
 }
 
+/* The maxima of the step, unless the last stage's kernel already recorded them. */
 static void gpu_maxima(swe_part *s) {
   swe_gpu *g = use(s);
+  if (g->maxima_done) {
+    g->maxima_done = 0;
+    return;
+  }
   k_maxima<<<blocks_for(s->own, 0, 0, block2d), block2d, 0, g->stream>>>(
-      g->dev, region(s->own), s->origin, (ts_real)s->p->dry_depth, swe_part_consts(s).kappa,
-      s->p->arrival_depth, s->t, g->max[0], g->max[1], g->max[2], g->max[3], tiles_of(s));
+      g->dev, region(s->own), s->origin, maxima_of(s), tiles_of(s));
 }
 
 static int gpu_take_bad(swe_part *s) {

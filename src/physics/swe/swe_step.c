@@ -174,6 +174,7 @@ typedef struct stage_work {
   int interior;   /* first stage with the exchange in flight: only cells that need no halo */
   int border;     /* ... and then the rest */
   double t_stage; /* time of the stage */
+  double t_after; /* time at the end of the step */
   double dt;
   double (*amax)[2]; /* per part */
   int *bad;          /* per part */
@@ -241,6 +242,8 @@ static void phase_update(swe_part *p, void *arg) {
   stage_work *w = arg;
   double t0 = omp_get_wtime();
   int k = part_index(w->s, p);
+  if (w->stage + 1 == (w->s->p.rk_order == 1 ? 1 : 2))
+    p->t = w->t_after; /* the last stage may record the step's maxima (GPU) */
   p->k->impose_inflow(p, w->t_stage);
   p->k->drain(p, shrink(p, SWE_STAGE_REACH * w->m + 2), w->dt);
   w->bad[k] |=
@@ -318,6 +321,7 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
       if (st == TS_OK && !(dt > 0))
         st = ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, s->t);
       w.dt = dt;
+      w.t_after = clamped ? s->t + dt_max : s->t + dt;
     }
     if (st == TS_OK)
       swe_for_parts(s, phase_update, &w);
