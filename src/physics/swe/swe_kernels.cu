@@ -370,7 +370,7 @@ __device__ static ts_real tile_faces(tile_t *t, const swe_consts *k, int x_axis,
 }
 
 /* Where a block's tile lies: cells [i0, i1) x [j0, j1) of region r; 0 when no tile of the early
- * exit mask under it is active. */
+ * exit mask under it is active (each of the first threads looks at one of those tiles). */
 __device__ static int tile_place(region_t r, tiles_t tiles, int *i0, int *i1, int *j0, int *j1) {
   *i0 = r.i0 + (int)blockIdx.x * TILE_W;
   *j0 = r.j0 + (int)blockIdx.y * TILE_H;
@@ -381,11 +381,10 @@ __device__ static int tile_place(region_t r, tiles_t tiles, int *i0, int *i1, in
   double inv = 1.0 / tiles.size;
   int tx0 = (int)((*i0 + 0.5) * inv), tx1 = (int)((*i1 - 0.5) * inv);
   int ty0 = (int)((*j0 + 0.5) * inv), ty1 = (int)((*j1 - 0.5) * inv);
-  for (int ty = ty0; ty <= ty1; ty++)
-    for (int tx = tx0; tx <= tx1; tx++)
-      if (tiles.on[tx + ty * tiles.nx])
-        return 1;
-  return 0;
+  int nx = tx1 - tx0 + 1, n = nx * (ty1 - ty0 + 1);
+  int me = (int)(threadIdx.x + threadIdx.y * blockDim.x);
+  int on = me < n && tiles.on[tx0 + me % nx + (ty0 + me / nx) * tiles.nx];
+  return __syncthreads_or(on);
 }
 
 /* Stores the fluxes of ALONG x LINES faces from shared face (lo_face, lo_line) of one axis, and
@@ -504,6 +503,7 @@ static __global__ void k_inflow(swe_arrays g, int side, int nx, int ny, int64_t 
 struct inflow_t {
   ts_real q[4];
   int on[4];
+  int any;
 };
 
 /* One stage on the tile: fluxes of the faces of the tile and its first ring, limiters and speed
@@ -537,7 +537,7 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
   __syncthreads();
   /* Inflow sides: their boundary faces carry the prescribed discharge. */
   int64_t sh_origin = (int64_t)(RING - i0) + (int64_t)(RING - j0) * SH_ROW;
-  for (int side = 0; side < 4; side++) {
+  for (int side = 0; side < 4 && inflow.any; side++) {
     if (!inflow.on[side])
       continue;
     int x_side = side < 2, face = side == 0 ? 0 : (side == 1 ? nx : (side == 2 ? 0 : ny));
@@ -550,7 +550,8 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
       swe_impose_side_flux(&t.a, sh_origin, nx, ny, side, l_lo + n, inflow.q[side]);
     }
   }
-  __syncthreads();
+  if (inflow.any)
+    __syncthreads();
   /* Limiters and speed caps of the cells of the window among the tile and its first ring (the
    * others keep a limiter of 1, like the CPU's ghost cells); y sources completed. */
   TILE_FOR(n, cells_x * cells_y) {
@@ -762,8 +763,11 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
           in, out, k, region(r), s->origin, (ts_real)dt, g->bad, tiles_of(s));
   } else {
     inflow_t inflow;
-    for (int side = 0; side < 4; side++)
+    inflow.any = 0;
+    for (int side = 0; side < 4; side++) {
       inflow.q[side] = g->inflow_q[side], inflow.on[side] = g->inflow_on[side];
+      inflow.any |= inflow.on[side];
+    }
     if (!empty(r))
       k_stage<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
           in, out, k, region(r), s->origin, s->nx, s->ny, (ts_real)dt, stage, inflow, g->bad,
