@@ -91,6 +91,14 @@ static double max_difference(const run_result *a, const run_result *b, int var, 
   return m;
 }
 
+/* Values of any variable that differ in any bit between two runs. */
+static long differing(const run_result *a, const run_result *b) {
+  long n = 0;
+  for (int v = 0; v < NVARS; v++)
+    max_difference(a, b, v, &n);
+  return n;
+}
+
 int main(void) {
   if (ts_gpu_count() == 0) {
     printf("no GPU: skipped\n");
@@ -138,9 +146,7 @@ int main(void) {
     if (run(precs[pi], TS_BACKEND_CUDA, &one, STEPS, &split))
       return 1;
     early_exit = 1;
-    long d_exit = 0;
-    for (int v = 0; v < NVARS; v++)
-      max_difference(&gpu, &split, v, &d_exit);
+    long d_exit = differing(&gpu, &split);
     CHECK(d_exit == 0, "%s GPU early exit off: %ld values differ from early exit on", name, d_exit);
     struct {
       ts_decomp_kind kind;
@@ -156,9 +162,7 @@ int main(void) {
                              .overlap = cfg[c].overlap};
       if (run(precs[pi], TS_BACKEND_CUDA, &par, STEPS, &split))
         return 1;
-      long d = 0;
-      for (int v = 0; v < NVARS; v++)
-        max_difference(&gpu, &split, v, &d);
+      long d = differing(&gpu, &split);
       CHECK(d == 0 && split.t == gpu.t,
             "%s GPU %s x%d, ghost expansion %d, overlap %s: %ld values differ from one GPU "
             "subdomain",
@@ -172,9 +176,7 @@ int main(void) {
     if (run(precs[pi], TS_BACKEND_CUDA, &rows, STEPS, &split))
       return 1;
     move_step = 0;
-    long d_move = 0;
-    for (int v = 0; v < NVARS; v++)
-      max_difference(&gpu, &split, v, &d_move);
+    long d_move = differing(&gpu, &split);
     CHECK(d_move == 0 && split.t == gpu.t,
           "%s GPU rows x2, boundary moved by 9 cells after %d steps: %ld values differ from one "
           "GPU subdomain",
