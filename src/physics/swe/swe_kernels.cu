@@ -2,15 +2,16 @@
  * TS_REAL_DOUBLE=0 it defines swe_kernels_cuda_float, with 1 swe_kernels_cuda_double. The
  * kernels call the stage functions of swe_stage.h, the same code as the CPU loops; the host
  * arrays of the part mirror the device arrays (copied at creation, before host code reads the
- * state and after it writes it), so everything that is not a pass of the step (initialisation,
- * access, checkpoints, the halo engine) is the CPU backend's code on the mirror.
+ * state and after it writes it), so initialisation, access and checkpoints are the CPU
+ * backend's code on the mirror.
  *
- * One thread per face computes the face's flux from the reconstructions of its two cells and
- * stores the correction of the low cell; the outflow-limiter pass completes each cell's bed
- * source with its high face's correction, in the order the CPU sweep uses, so both backends
- * compute the same values (the build turns off fused multiply-add). The largest wave speeds are
- * reduced per block and combined with an atomic maximum on their bits (non-negative floats
- * order like integers). */
+ * Stage 0 computes its fluxes per tile in shared memory (k_fluxes, which also reduces the wave
+ * speeds for the time step: per block, then an atomic maximum on their bits, as non-negative
+ * floats order like integers) and finishes with per-cell limiter and update kernels; stage 1
+ * is one fused tile kernel (k_stage) that also records the step's maxima. Each cell's bed
+ * source is completed with its high face's correction in the order the CPU sweep uses, and the
+ * build turns off fused multiply-add, so both backends compute the same values. Halo copies
+ * between the GPUs of one process are queued on per-device streams (swe_cuda_copy_box). */
 #include <cuda_runtime.h>
 
 #include <limits.h>
@@ -60,11 +61,11 @@ static inline ts_real swe_from_bits(swe_bits b) {
 typedef int swe_idx; /* GPU parts hold fewer than 2^31 elements per array */
 #include "physics/swe/swe_stage.h"
 
-/* Device side of a part: a device array for every host array of the layout, two arrays of
- * face corrections, the wave-speed maxima and the non-finite flag, and the part's stream. */
+/* Device side of a part: a device array for every host array of the layout, the maxima, the
+ * wave-speed maxima and the non-finite flag (with pinned host copies), the early-exit tiles,
+ * the probe buffers, and the part's stream. */
 typedef struct swe_gpu {
   swe_arrays dev; /* device pointers, same layout as the host arrays */
-  ts_real *corr_x, *corr_y;
   unsigned char *active;
   double *max[4]; /* max_h, max_speed, arrival, max_eta */
   swe_bits *amax; /* 2 */
@@ -935,9 +936,7 @@ static void gpu_release(swe_part *s) {
                        g->dev.fy[1],
                        g->dev.fy[2],
                        g->dev.src_x,
-                       g->dev.src_y,
-                       g->corr_x,
-                       g->corr_y};
+                       g->dev.src_y};
   for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++)
     cudaFree(arrays[a]);
   for (int a = 0; a < 4; a++)
@@ -1012,14 +1011,6 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
   g->dev.corner = corner;
   g->dev.bed = bed;
   g->dev.friction = friction;
-  if (e == cudaSuccess)
-    e = cudaMalloc((void **)&g->corr_x, rb);
-  if (e == cudaSuccess)
-    e = cudaMemset(g->corr_x, 0, rb);
-  if (e == cudaSuccess)
-    e = cudaMalloc((void **)&g->corr_y, rb);
-  if (e == cudaSuccess)
-    e = cudaMemset(g->corr_y, 0, rb);
   if (e == cudaSuccess && (e = cudaMalloc((void **)&g->active, (size_t)s->plane)) == cudaSuccess)
     e = cudaMemcpy(g->active, s->active, (size_t)s->plane, cudaMemcpyHostToDevice);
   g->dev.active = g->active;
