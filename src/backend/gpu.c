@@ -64,10 +64,12 @@ const char *ts_gpu_runtime(void) {
 #endif
 }
 
+#if TESSERA_HAVE_CUDA
 static int compare_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
+#endif
 
 double ts_gpu_copy_bandwidth(int device, double bytes) {
 #if TESSERA_HAVE_CUDA

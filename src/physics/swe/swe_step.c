@@ -57,14 +57,9 @@ ts_status swe_build_halo_plan(ts_swe *s) {
   ts_halo_plan_destroy(s->halo);
   s->halo = NULL;
   int nsub = s->decomp.count;
-  ts_box *windows = malloc(sizeof *windows * (size_t)nsub);
-  if (!windows)
-    return ts_error(TS_ERR_NOMEM, "out of memory");
-  for (int sub = 0; sub < nsub; sub++)
-    halo_window(s, sub, &windows[sub]);
   s->transport = s->nranks > 1 ? "mpi" : "memory";
-  const ts_halo_transport *transport = NULL;
 #if TESSERA_HAVE_CUDA
+  const ts_halo_transport *transport = NULL;
   /* GPU parts keep their halos in device memory: copies between the parts of a process, and a
    * transport (NCCL, CUDA-aware MPI or host staging) between ranks. */
   s->device_halo = s->backend == TS_BACKEND_CUDA;
@@ -86,6 +81,11 @@ ts_status swe_build_halo_plan(ts_swe *s) {
       s->parts[k]->reduce_ranks = s->speeds_on_device;
   }
 #endif
+  ts_box *windows = malloc(sizeof *windows * (size_t)nsub);
+  if (!windows)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  for (int sub = 0; sub < nsub; sub++)
+    halo_window(s, sub, &windows[sub]);
   for (int k = 0; k < s->nparts; k++) {
     ts_halo_field *f = &s->fields[s->parts[k]->sub];
 #if TESSERA_HAVE_CUDA
