@@ -175,6 +175,7 @@ typedef struct stage_work {
   int border;     /* ... and then the rest */
   double t_stage; /* time of the stage */
   double t_after; /* time at the end of the step */
+  int last;       /* the last stage of the step */
   double dt;
   double (*amax)[2]; /* per part */
   int *bad;          /* per part */
@@ -242,7 +243,7 @@ static void phase_update(swe_part *p, void *arg) {
   stage_work *w = arg;
   double t0 = omp_get_wtime();
   int k = part_index(w->s, p);
-  if (w->stage + 1 == (w->s->p.rk_order == 1 ? 1 : 2))
+  if (w->last)
     p->t = w->t_after; /* the last stage may record the step's maxima (GPU) */
   p->k->impose_inflow(p, w->t_stage);
   p->k->drain(p, shrink(p, SWE_STAGE_REACH * w->m + 2), w->dt);
@@ -284,11 +285,11 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
   }
   stage_work w = {.amax = amax, .bad = bad, .s = s};
   double dt = 0, t0 = s->t;
-  int clamped = 0;
   ts_status st = TS_OK;
   for (int stage = 0; stage < stages && st == TS_OK; stage++) {
     w.m = s->cycle;
     w.stage = stage;
+    w.last = stage + 1 == stages;
     w.t_stage = s->t + (stage ? dt : 0.0);
     if (stage == 0 && s->in_flight) {
       w.interior = 1;
@@ -316,24 +317,24 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
         lim = fmin(lim, s->p.cfl * s->grid.dx[0] / a[0]);
       if (a[1] > 0)
         lim = fmin(lim, s->p.cfl * s->grid.dx[1] / a[1]);
-      clamped = !(lim < dt_max);
+      int clamped = !(lim < dt_max);
       dt = s->parts[0]->k->round(clamped ? dt_max : lim);
       if (st == TS_OK && !(dt > 0))
         st = ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, s->t);
       w.dt = dt;
+      /* A step clamped to an output time lands on it exactly (dt_max may not be representable
+       * in the working precision; the difference is below its round-off). */
       w.t_after = clamped ? s->t + dt_max : s->t + dt;
     }
     if (st == TS_OK)
       swe_for_parts(s, phase_update, &w);
-    for (int k = 0; k < s->nparts && st == TS_OK && stage + 1 == stages; k++)
+    for (int k = 0; k < s->nparts && st == TS_OK && w.last; k++)
       if (s->parts[k]->k->take_bad) /* the device's flag covers every stage of the step */
         bad[k] |= s->parts[k]->k->take_bad(s->parts[k]);
     s->cycle++;
   }
   if (st == TS_OK) {
-    /* A step clamped to an output time lands on it exactly (dt_max may not be representable in
-     * the working precision; the difference is below its round-off). */
-    s->t = clamped ? s->t + dt_max : s->t + dt;
+    s->t = w.t_after;
     s->steps++;
     *dt_taken = dt;
     swe_for_parts(s, phase_maxima, s);
