@@ -96,6 +96,21 @@ ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta);
  * step. Fails with TS_ERR_NUMERIC if the state becomes non-finite. */
 ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken);
 
+/* The steps of one ts_swe_advance: how many, and the time after and length of each. */
+#define TS_SWE_ADVANCE_MAX 64
+typedef struct ts_swe_run {
+  int taken;
+  double t[TS_SWE_ADVANCE_MAX], dt[TS_SWE_ADVANCE_MAX];
+} ts_swe_run;
+
+/* Collective. Takes up to max_steps (at most TS_SWE_ADVANCE_MAX) steps towards `target` > time:
+ * a step that would pass it is shortened to land on it, and the steps end there or after the
+ * first one that reaches `stop`. The same steps as ts_swe_step with dt_max = target - time,
+ * taken one by one; a GPU process with the whole grid takes them all on the device (a CUDA
+ * graph per step, the time step computed there) and the host looks only at the end. Fails
+ * with TS_ERR_NUMERIC if the state becomes non-finite. */
+ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, ts_swe_run *out);
+
 double ts_swe_time(const ts_swe *s);
 int64_t ts_swe_steps(const ts_swe *s);
 const ts_grid *ts_swe_grid(const ts_swe *s);
@@ -124,6 +139,16 @@ ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out);
  * every rank. */
 ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const ts_swe_var *var,
                        double *out);
+
+/* Cells (i[k], j[k]) whose state is recorded after every step of ts_swe_advance, so that
+ * ts_swe_probe_step can read them at any of its steps (gauges). Replaces the previous list. */
+ts_status ts_swe_watch(ts_swe *s, int n, const int *i, const int *j);
+
+/* Collective. ts_swe_probe after step k (0 <= k < taken) of the last ts_swe_advance; before its
+ * last step only the watched cells can be read. */
+ts_status ts_swe_probe_step(const ts_swe *s, int k, int n, const int *i, const int *j,
+                            const ts_swe_var *var, double *out);
+
 /* Collective. Value of a variable at one cell (i, j), on every rank. */
 double ts_swe_get_cell(const ts_swe *s, ts_swe_var var, int i, int j);
 

@@ -241,6 +241,8 @@ void ts_swe_destroy(ts_swe *s) {
   free(s->sub_rank);
   free(s->sub_device);
   ts_decomp_destroy(&s->decomp);
+  free(s->watch_i);
+  free(s->watch_j);
   ts_raster_free(&s->bed);
   if (s->has_friction)
     ts_raster_free(&s->friction);
@@ -258,9 +260,9 @@ static void reset_part(swe_part *p, const ts_raster *eta) {
     p->max_h[c] = p->max_speed[c] = 0;
     p->arrival[c] = p->max_eta[c] = NAN;
   }
-  swe_part_changed_on_host(p);
-  p->k->tile_mask(p, (swe_region){0, p->nx, 0, p->ny});
   p->t = 0;
+  swe_part_changed_on_host(p); /* the device's clock too */
+  p->k->tile_mask(p, (swe_region){0, p->nx, 0, p->ny});
   p->k->maxima(p);
 }
 
@@ -279,14 +281,14 @@ ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
 enum { TUNING_STEPS = 8 };
 static const int tuning_candidates[3] = {1, 2, 4};
 
-static ts_status tuned_step(ts_swe *s, double dt_max, double *dt_taken) {
+static ts_status tuned_step(ts_swe *s, double target, double *dt_taken) {
   int k = tuning_candidates[s->tuning];
   if (s->tuning_steps == 0) {
     if (k != s->ghost_expansion)
       TS_CALL(swe_rebuild(s, &s->decomp, k));
     s->tuning_start = omp_get_wtime();
   }
-  TS_CALL(swe_step(s, dt_max, dt_taken));
+  TS_CALL(swe_step(s, target, dt_taken));
   if (++s->tuning_steps < TUNING_STEPS)
     return TS_OK;
   double seconds = omp_get_wtime() - s->tuning_start;
@@ -308,22 +310,75 @@ static ts_status tuned_step(ts_swe *s, double dt_max, double *dt_taken) {
 ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken) {
   if (!(dt_max > 0))
     return ts_error(TS_ERR_INTERNAL, "swe: dt_max must be positive (got %g)", dt_max);
-  return s->tuning >= 0 ? tuned_step(s, dt_max, dt_taken) : swe_step(s, dt_max, dt_taken);
+  ts_swe_run taken = {0};
+  double target = s->t + dt_max;
+  TS_CALL(ts_swe_advance(s, target, target, 1, &taken));
+  *dt_taken = taken.dt[0];
+  return TS_OK;
+}
+
+ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, ts_swe_run *out) {
+  out->taken = 0;
+  if (!(target > s->t))
+    return ts_error(TS_ERR_INTERNAL, "swe: target time %g is not after %g", target, s->t);
+  if (max_steps < 1)
+    return TS_OK;
+  s->ran_on_device = swe_steps_on_device(s);
+  if (s->ran_on_device) {
+    swe_steps_report report;
+    ts_status st = swe_run_on_device(s, target, stop, max_steps, &report);
+    *out = report.steps;
+    return st;
+  }
+  double dt;
+  TS_CALL(s->tuning >= 0 ? tuned_step(s, target, &dt) : swe_step(s, target, &dt));
+  out->taken = 1;
+  out->t[0] = s->t;
+  out->dt[0] = dt;
+  return TS_OK;
+}
+
+/* The watched cells of a part, as its element indices. */
+static ts_status watch_part(const ts_swe *s, swe_part *p) {
+  if (!p->k->watch)
+    return TS_OK;
+  int64_t *cells = malloc(sizeof *cells * (size_t)(s->nwatch + 1));
+  if (!cells)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  int m = 0;
+  for (int q = 0; q < s->nwatch; q++) {
+    int li = s->watch_i[q] - p->gi0, lj = s->watch_j[q] - p->gj0;
+    if (li >= 0 && lj >= 0 && li < p->nx && lj < p->ny)
+      cells[m++] = swe_index(p, li, lj);
+  }
+  ts_status st = p->k->watch(p, cells, m);
+  free(cells);
+  return st;
+}
+
+ts_status ts_swe_watch(ts_swe *s, int n, const int *i, const int *j) {
+  free(s->watch_i);
+  free(s->watch_j);
+  s->nwatch = 0;
+  s->watch_i = malloc(sizeof(int) * (size_t)(n + 1));
+  s->watch_j = malloc(sizeof(int) * (size_t)(n + 1));
+  if (!s->watch_i || !s->watch_j)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  memcpy(s->watch_i, i, sizeof(int) * (size_t)n);
+  memcpy(s->watch_j, j, sizeof(int) * (size_t)n);
+  s->nwatch = n;
+  for (int k = 0; k < s->nparts; k++)
+    TS_CALL(watch_part(s, s->parts[k]));
+  return TS_OK;
+}
+
+ts_status swe_watch_new_part(const ts_swe *s, swe_part *p) {
+  return s->nwatch ? watch_part(s, p) : TS_OK;
 }
 
 double swe_inflow_discharge(const ts_swe_params *p, int side, double t) {
   const ts_swe_bc *bc = &p->bc[side];
-  const double *ts = bc->t, *q = bc->q;
-  int n = bc->npoints;
-  if (t <= ts[0])
-    return q[0];
-  if (t >= ts[n - 1])
-    return q[n - 1];
-  int k = 0;
-  while (k + 1 < n && ts[k + 1] < t)
-    k++;
-  double a = (t - ts[k]) / (ts[k + 1] - ts[k]);
-  return q[k] + a * (q[k + 1] - q[k]);
+  return swe_hydrograph(bc->t, bc->q, bc->npoints, t);
 }
 
 double swe_inflow_unit(const swe_part *s, int side, double t, int signed_axis) {
@@ -419,11 +474,9 @@ static double local_value(const ts_swe *s, ts_swe_var var, int i, int j, int *ow
   return p->active[swe_index(p, li, lj)] ? p->k->get_cell(p, var, li, lj) : NAN;
 }
 
-ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const ts_swe_var *var,
-                       double *out) {
-  if (n == 0)
-    return TS_OK;
-  probes_to_host(s, n, i, j);
+/* Values of probes from the host arrays of the parts, gathered over the ranks. */
+static ts_status probe_values(const ts_swe *s, int n, const int *i, const int *j,
+                              const ts_swe_var *var, double *out) {
   double *mine = calloc((size_t)n * 2, sizeof *mine);
   double *all = calloc((size_t)n * 2 * (size_t)s->nranks, sizeof *all);
   ts_status st = mine && all ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
@@ -444,6 +497,33 @@ ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const
   free(mine);
   free(all);
   return st;
+}
+
+ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const ts_swe_var *var,
+                       double *out) {
+  if (n == 0)
+    return TS_OK;
+  probes_to_host(s, n, i, j);
+  return probe_values(s, n, i, j, var, out);
+}
+
+static int watched(const ts_swe *s, int i, int j) {
+  for (int q = 0; q < s->nwatch; q++)
+    if (s->watch_i[q] == i && s->watch_j[q] == j)
+      return 1;
+  return 0;
+}
+
+ts_status ts_swe_probe_step(const ts_swe *s, int k, int n, const int *i, const int *j,
+                            const ts_swe_var *var, double *out) {
+  if (!s->ran_on_device)
+    return ts_swe_probe(s, n, i, j, var, out); /* one step at a time: the current state */
+  for (int q = 0; q < n; q++)
+    if (!watched(s, i[q], j[q]))
+      return ts_error(TS_ERR_INTERNAL, "swe: cell (%d, %d) is not watched", i[q], j[q]);
+  for (int p = 0; p < s->nparts; p++)
+    s->parts[p]->k->watched_to_host(s->parts[p], k);
+  return probe_values(s, n, i, j, var, out);
 }
 
 double ts_swe_get_cell(const ts_swe *s, ts_swe_var var, int i, int j) {

@@ -632,7 +632,10 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
   return TS_OK;
 }
 
-static ts_status record_gauges(const swe_case *k, const ts_swe *s, gauge_log *log) {
+/* A gauge record at time t: the current state (step < 0) or after step `step` of the last
+ * ts_swe_advance. */
+static ts_status record_gauges(const swe_case *k, const ts_swe *s, gauge_log *log, int step,
+                               double t) {
   if (log->n == log->cap) {
     size_t cap = log->cap ? 2 * log->cap : 1024;
     double *rows = realloc(log->rows, sizeof(double) * cap * log->width);
@@ -642,7 +645,7 @@ static ts_status record_gauges(const swe_case *k, const ts_swe *s, gauge_log *lo
     log->cap = cap;
   }
   double *row = log->rows + log->n * log->width;
-  row[0] = ts_swe_time(s);
+  row[0] = t;
   int n = 4 * k->gauges.n;
   int *pi = malloc(sizeof(int) * (size_t)(n + 1)), *pj = malloc(sizeof(int) * (size_t)(n + 1));
   ts_swe_var *var = malloc(sizeof *var * (size_t)(n + 1));
@@ -654,7 +657,8 @@ static ts_status record_gauges(const swe_case *k, const ts_swe *s, gauge_log *lo
     var[q] = kinds[q % 4];
   }
   if (st == TS_OK)
-    st = ts_swe_probe(s, n, pi, pj, var, row + 1);
+    st = step < 0 ? ts_swe_probe(s, n, pi, pj, var, row + 1)
+                  : ts_swe_probe_step(s, step, n, pi, pj, var, row + 1);
   free(pi);
   free(pj);
   free(var);
@@ -1012,11 +1016,14 @@ static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_
   for (int v = 0; v < 5 && st == TS_OK; v++)
     if (!(work[v] = malloc(sizeof(double) * ncells)))
       st = ts_error(TS_ERR_NOMEM, "out of memory");
+  if (st == TS_OK && k->has_gauges)
+    st = ts_swe_watch(s, k->gauges.n, k->gauges.i, k->gauges.j);
   if (st == TS_OK && k->has_gauges && !opt->restart) {
-    st = record_gauges(k, s, log);
+    st = record_gauges(k, s, log, -1, ts_swe_time(s));
     rs->next_gauge = k->gauge_interval;
   }
   run_totals tot = {.dt_min = INFINITY, .dt_max = 0};
+  ts_swe_run run;
   int nsnaps = 0, nckpt = 0;
   int tty = isatty(fileno(opt->progress));
   double start = wall_now(), last_print = start, t_start = ts_swe_time(s), dt = 0;
@@ -1029,25 +1036,34 @@ static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_
   }
   while (st == TS_OK && ts_swe_time(s) < k->t_end &&
          (k->max_steps == 0 || ts_swe_steps(s) < k->max_steps)) {
-    double t = ts_swe_time(s);
+    /* Steps to the next output time, returning after a checkpoint time (several steps at once
+     * where the GPU takes them without the host). */
     double target = rs->next_output < k->nout ? k->out_times[rs->next_output] : k->t_end;
-    st = ts_swe_step(s, target - t, &dt);
+    double stop = k->checkpoint_interval > 0 ? fmin(target, rs->next_checkpoint) : target;
+    int most = TS_SWE_ADVANCE_MAX;
+    if (k->max_steps > 0 && k->max_steps - ts_swe_steps(s) < most)
+      most = (int)(k->max_steps - ts_swe_steps(s));
+    st = ts_swe_advance(s, target, stop, most, &run);
     if (st != TS_OK)
       break;
-    tot.steps_run++;
-    tot.cells_steps += (double)active;
-    tot.dt_min = fmin(tot.dt_min, dt);
-    tot.dt_max = fmax(tot.dt_max, dt);
-    t = ts_swe_time(s);
-    if (k->has_gauges && t >= rs->next_gauge) {
-      st = record_gauges(k, s, log);
-      if (k->gauge_interval > 0) {
-        double missed = floor((t - rs->next_gauge) / k->gauge_interval);
-        rs->next_gauge += k->gauge_interval * (missed + 1);
-        if (rs->next_gauge <= t)
-          rs->next_gauge += k->gauge_interval;
+    for (int q = 0; q < run.taken && st == TS_OK; q++) {
+      double t_step = run.t[q];
+      dt = run.dt[q];
+      tot.steps_run++;
+      tot.cells_steps += (double)active;
+      tot.dt_min = fmin(tot.dt_min, dt);
+      tot.dt_max = fmax(tot.dt_max, dt);
+      if (k->has_gauges && t_step >= rs->next_gauge) {
+        st = record_gauges(k, s, log, q, t_step);
+        if (k->gauge_interval > 0) {
+          double missed = floor((t_step - rs->next_gauge) / k->gauge_interval);
+          rs->next_gauge += k->gauge_interval * (missed + 1);
+          if (rs->next_gauge <= t_step)
+            rs->next_gauge += k->gauge_interval;
+        }
       }
     }
+    double t = ts_swe_time(s);
     while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output]) {
       st = ts_comm_agree(k->comm,
                          write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]));

@@ -8,6 +8,8 @@
 #ifndef TESSERA_SWE_INTERNAL_H
 #define TESSERA_SWE_INTERNAL_H
 
+#include <math.h>
+
 #include "core/hd.h"
 #include "tessera/comm.h"
 #include "tessera/halo.h"
@@ -19,6 +21,13 @@
 #define SWE_STAGE_REACH 3
 
 typedef struct swe_kernels swe_kernels;
+/* What a run of steps on the device did (swe_kernels.finish_steps). */
+typedef struct swe_steps_report {
+  ts_swe_run steps; /* taken, with their times and lengths */
+  int bad;            /* the last step taken produced a non-finite value */
+  int collapsed;      /* the step after the last one collapsed to collapsed_dt */
+  double collapsed_dt;
+} swe_steps_report;
 
 /* A box of local cells [i0, i1) x [j0, j1). */
 typedef struct swe_region {
@@ -91,6 +100,28 @@ struct swe_kernels {
   /* GPU backends (NULL on the CPU): the wave speeds the first stage's fluxes accumulated, reduced
    * over the ranks on the device first when the part's reduce_ranks is set; then reset. */
   void (*take_speeds)(swe_part *s, double amax[2]);
+  /* GPU backends (NULL on the CPU) keep the clock of their steps on the device (time, step,
+   * the stages' inflow discharges), so that steps can run without the host. time_step: the
+   * step from the first stage's wave speeds, the maxima over parts and ranks given by the host,
+   * or with amax NULL the device's own (reduced over the ranks by NCCL with reduce_ranks);
+   * the passes after it take their step and stage times from the device, not from their
+   * arguments. end_step: the clock moves to the end of the step, which records the watched
+   * cells and ends the run of steps after a non-finite value, the stop time or the target. */
+  void (*time_step)(swe_part *s, const double amax[2]);
+  void (*end_step)(swe_part *s);
+  /* A run of steps: begin_steps sets its target (steps are shortened to land on it) and stop
+   * (the run ends after the first step reaching it); capture_step(s, 1) starts recording the
+   * passes of one step into a CUDA graph, returning 0 when the part has one already, and
+   * capture_step(s, 0) ends the recording; run_steps launches the graph n times (steps after
+   * the run ended do nothing); finish_steps waits and reports. watch: cells whose state and
+   * maxima are recorded after every step; watched_to_host puts those of step k of the last run
+   * into the host arrays. */
+  void (*begin_steps)(swe_part *s, double target, double stop);
+  int (*capture_step)(swe_part *s, int begin);
+  void (*run_steps)(swe_part *s, int n);
+  void (*finish_steps)(swe_part *s, swe_steps_report *report);
+  ts_status (*watch)(swe_part *s, const int64_t *cells, int n);
+  void (*watched_to_host)(swe_part *s, int k);
   void (*impose_inflow)(swe_part *s, double t);
   void (*drain)(swe_part *s, swe_region r, double dt);
   /* Euler stage on the cells of r; returns nonzero on a non-finite value. */
@@ -104,7 +135,6 @@ struct swe_kernels {
   int64_t (*wet_cells)(const swe_part *s);                             /* owned cells */
   /* Marks global tiles of `tile` cells holding water in owned cells: wet[tx + ty * ntx]. */
   void (*tiles_wet)(const swe_part *s, int tile, int ntx, int64_t *wet);
-  double (*round)(double x); /* x in the working precision */
   /* GPU backends (NULL on the CPU): the host arrays of a part mirror the device's; to_host
    * copies the state, velocities and maxima down before host code reads them, to_device copies
    * state and maxima up after host code wrote them; take_bad returns and clears the non-finite
@@ -168,12 +198,44 @@ TS_HD static inline int swe_tile_on(const unsigned char *wet, int nx, int ny, in
   return hit;
 }
 
-/* Discharge q (m3/s) of side `side` at time t from its hydrograph (linear, held at the ends). */
+/* Discharge (m3/s) at time t of a hydrograph of n points (ts[k], q[k]): linear in between, held
+ * at the ends. Host and device (the GPU evaluates it for the stage times it computes). */
+TS_HD static inline double swe_hydrograph(const double *ts, const double *q, int n, double t) {
+  if (t <= ts[0])
+    return q[0];
+  if (t >= ts[n - 1])
+    return q[n - 1];
+  int k = 0;
+  while (k + 1 < n && ts[k + 1] < t)
+    k++;
+  double a = (t - ts[k]) / (ts[k + 1] - ts[k]);
+  return q[k] + a * (q[k + 1] - q[k]);
+}
+/* Discharge q (m3/s) of side `side` at time t from its hydrograph. */
 double swe_inflow_discharge(const ts_swe_params *p, int side, double t);
 /* Unit discharge (m2/s) through an inflow side at time t: q over the width of its active cells
  * (0 when it has none); signed along the axis (negative on the east and north sides) when
  * `signed_axis`, as the ghost cells store it. */
 double swe_inflow_unit(const swe_part *s, int side, double t, int signed_axis);
+/* The time step from the largest wave speeds ax, ay over the faces (cfl x cell size / speed),
+ * shortened to what is left to `target` when that is shorter, in the working precision
+ * (`is_double`, else float). *t_after: the time after the step; a step shortened to the target
+ * lands on it exactly (target - t may not be representable in the working precision). Host and
+ * device: the GPUs compute the step without the host. */
+TS_HD static inline double swe_time_step(double ax, double ay, double cfl, double dx, double dy,
+                                         double t, double target, int is_double,
+                                         double *t_after) {
+  double dt_max = target - t, lim = INFINITY;
+  if (ax > 0)
+    lim = fmin(lim, cfl * dx / ax);
+  if (ay > 0)
+    lim = fmin(lim, cfl * dy / ay);
+  int clamped = !(lim < dt_max);
+  double dt = clamped ? dt_max : lim;
+  dt = is_double ? dt : (double)(float)dt;
+  *t_after = clamped ? t + dt_max : t + dt;
+  return dt;
+}
 
 /* ---- the solver: this rank's parts, the split, the halo plan */
 
@@ -214,8 +276,13 @@ struct ts_swe {
   int64_t active_cells;
   double t;
   int64_t steps;
+  int nwatch; /* watched cells (ts_swe_watch), global coordinates */
+  int *watch_i, *watch_j;
+  int ran_on_device; /* the last ts_swe_advance ran on the device */
 };
 
+/* Gives a new part the solver's watched cells (ts_swe_watch). */
+ts_status swe_watch_new_part(const ts_swe *s, swe_part *p);
 /* swe_part.c: building, destroying and describing parts. */
 /* device: the CUDA device of the part when the solver's backend is cuda (ignored otherwise). */
 ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
@@ -231,7 +298,12 @@ void swe_part_changed_on_host(swe_part *part);
 int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out);
 
 /* swe_step.c: the decomposed step, exchanges and rebuilding the parts. */
-ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken);
+ts_status swe_step(ts_swe *s, double target, double *dt_taken);
+/* Whether the steps can run on the device alone (a GPU process with the whole grid, early exit
+ * resolved, no tuning under way), and such a run of up to max_steps (ts_swe_advance). */
+int swe_steps_on_device(const ts_swe *s);
+ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
+                            swe_steps_report *report);
 ts_status swe_finish_exchange(ts_swe *s);
 ts_status swe_build_halo_plan(ts_swe *s);
 /* Replaces the split (and halo width): parts whose window changes are rebuilt and their owned

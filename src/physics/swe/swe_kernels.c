@@ -418,8 +418,6 @@ static void kernels_tiles_wet(const swe_part *s, int tile, int ntx, int64_t *wet
     }
 }
 
-static double kernels_round(double x) { return (double)(ts_real)x; }
-
 const swe_kernels SWE_KERNELS = {
     .init = kernels_init,
     .set_surface = kernels_set_surface,
@@ -435,5 +433,4 @@ const swe_kernels SWE_KERNELS = {
     .volume = kernels_volume,
     .wet_cells = kernels_wet_cells,
     .tiles_wet = kernels_tiles_wet,
-    .round = kernels_round,
 };

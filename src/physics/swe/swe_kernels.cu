@@ -36,11 +36,6 @@ typedef unsigned long long swe_bits;
 __device__ static inline swe_bits swe_to_bits(ts_real x) {
   return (swe_bits)__double_as_longlong(x);
 }
-static inline ts_real swe_from_bits(swe_bits b) {
-  ts_real x;
-  memcpy(&x, &b, sizeof x);
-  return x;
-}
 #else
 typedef float ts_real;
 typedef unsigned int swe_bits;
@@ -51,34 +46,85 @@ typedef unsigned int swe_bits;
 #define SWE_CUDA_ATTACH swe_cuda_attach_float
 #define SWE_CUDA_FIELDS swe_cuda_fields_float
 __device__ static inline swe_bits swe_to_bits(ts_real x) { return __float_as_uint(x); }
-static inline ts_real swe_from_bits(swe_bits b) {
+#endif
+
+__host__ __device__ static inline ts_real swe_from_bits(swe_bits b) {
   ts_real x;
   memcpy(&x, &b, sizeof x);
   return x;
 }
-#endif
+
+static inline swe_bits swe_to_bits_host(ts_real x) {
+  swe_bits b;
+  memcpy(&b, &x, sizeof b);
+  return b;
+}
 
 typedef int swe_idx; /* GPU parts hold fewer than 2^31 elements per array */
 #include "physics/swe/swe_stage.h"
 
+/* The clock of a part's steps, in device memory, so that steps run without the host: the step
+ * being taken, the target and stop time of the run of steps (swe_kernels.begin_steps), the
+ * inflow unit discharges (m2/s, unsigned) of both stages, and the run's state. */
+struct swe_clock {
+  double t, dt, t_after;
+  double target, stop;
+  double qunit[2][4];
+  int idle;      /* the run has ended: the passes of later steps do nothing */
+  int bad;       /* a stage produced a non-finite value */
+  int collapsed; /* the time step collapsed (dt is its value) */
+  int steps;     /* steps taken in the run */
+};
+
+/* The inflow hydrographs of the global sides on the device, for the stage times the device
+ * computes: on where the side is an inflow with active cells (else its discharge is 0). */
+struct hydro_t {
+  const double *t[4], *q[4];
+  int n[4], on[4];
+  double width[4]; /* of the side's active cells (m) */
+};
+
+__device__ static inline double inflow_unit(const hydro_t *h, int side, double t) {
+  if (!h->on[side])
+    return 0;
+  return swe_hydrograph(h->t[side], h->q[side], h->n[side], t) / h->width[side];
+}
+
+/* Cells whose state and maxima are recorded after every step of a run: per step a row of 4n
+ * doubles (maxima) then 5n reals (w, hu, hv, u, v), as k_gather lays them out. */
+struct watch_t {
+  const int64_t *cells;
+  int n;
+  char *rows;
+};
+
+__host__ __device__ static inline size_t watch_row_bytes(int n) {
+  return (size_t)n * (4 * sizeof(double) + 5 * sizeof(ts_real));
+}
+
 /* Device side of a part: a device array for every host array of the layout, the maxima, the
- * wave-speed maxima and the non-finite flag (with pinned host copies), the early-exit tiles,
- * the probe buffers, and the part's stream. */
+ * wave-speed maxima, the clock and the step log (with pinned host copies), the early-exit
+ * tiles, the probe and watch buffers, the graph of a step, and the part's stream. */
 typedef struct swe_gpu {
   swe_arrays dev; /* device pointers, same layout as the host arrays */
   unsigned char *active;
   double *max[4]; /* max_h, max_speed, arrival, max_eta */
   swe_bits *amax; /* 2 */
-  int *bad;
+  swe_clock *clock, *clock_host;
+  double *log, *log_host; /* per step of a run: time after it, then its length */
+  hydro_t hydro;
+  double *hydro_mem;
   unsigned char *tile_wet, *tile_on; /* early exit: per tile of the window */
   int mid_step;                      /* the state of the stage lies in (w0, hu0, hv0) */
   int maxima_done;                   /* the last stage recorded the step's maxima */
   char *probe_dev, *probe_host;      /* gather buffers of to_host_cells (pinned on the host) */
-  swe_bits *amax_host;               /* pinned: the wave speeds and the non-finite flag read back */
-  int *bad_host;
+  swe_bits *amax_host;               /* pinned: the wave speeds read back or given */
   size_t probe_bytes;
-  ts_real inflow_q[4]; /* unit discharges imposed by the current stage */
-  int inflow_on[4];
+  watch_t watch;         /* rows of TS_SWE_ADVANCE_MAX steps */
+  int64_t *watch_list;   /* the watched cells on the host */
+  char *watch_host;      /* pinned copy of the rows */
+  int inflow_on[4];      /* inflow sides of the part */
+  cudaGraphExec_t graph; /* the passes of one step (device runs), NULL until recorded */
   cudaStream_t stream;
 } swe_gpu;
 
@@ -127,12 +173,17 @@ static __global__ void k_velocity(swe_arrays a, swe_consts k, region_t r, int64_
     swe_cell_velocity(&a, &k, origin + i + j * a.row);
 }
 
+/* Ghost cells of a global side for a stage, its inflow discharge from the clock (signed along
+ * the axis, as the ghosts store it). */
 static __global__ void k_fill_side(swe_arrays a, swe_consts k, int side, int type, ts_real level,
-                                   ts_real q_unit, int nx, int ny, int64_t origin) {
+                                   const swe_clock *clock, int stage, int nx, int ny,
+                                   int64_t origin) {
   int along = side < 2 ? ny : nx;
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (t >= along * SWE_GHOST)
+  if (t >= along * SWE_GHOST || clock->idle)
     return;
+  double q = clock->qunit[stage][side];
+  ts_real q_unit = (ts_real)(side == TS_EAST || side == TS_NORTH ? -q : q);
   swe_fill_side_ghost(&a, &k, origin, nx, ny, side, t / SWE_GHOST, 1 + t % SWE_GHOST, type, level,
                       q_unit);
 }
@@ -148,7 +199,7 @@ __device__ static inline void block_max(ts_real v, swe_bits *out) {
  * where it is wet (depth > dry): depth, speed, surface and the first arrival of `arrival`. */
 struct maxima_t {
   double *h, *speed, *arrival, *eta;
-  double arrival_depth, t;
+  double arrival_depth, t; /* t: set by the kernel from the clock (the end of the step) */
   ts_real dry, kappa;
 };
 
@@ -416,10 +467,10 @@ __device__ static void tile_store_faces(const tile_t *t, const swe_arrays *g, in
  * cells, where the tile of the high cell (inside r) or of the low cell (inside r) is active. */
 static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     k_fluxes(swe_arrays g, swe_consts k, region_t r, region_t own, int64_t origin, int nx, int ny,
-             swe_bits *amax, tiles_t tiles) {
+             swe_bits *amax, tiles_t tiles, const swe_clock *clock) {
   extern __shared__ __align__(16) char shared_mem[];
   int i0, i1, j0, j1;
-  if (!tile_place(r, tiles, &i0, &i1, &j0, &j1))
+  if (clock->idle || !tile_place(r, tiles, &i0, &i1, &j0, &j1))
     return;
   tile_t t = tile_layout(shared_mem, i0, j0);
   tile_load(&t, &g, &g, NULL, tiles, &k, origin, nx, ny);
@@ -473,36 +524,36 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
 
 /* The first stage's outflow limiters and speed caps of the cells of r in active tiles, from
  * the stored fluxes and characteristic speeds (swe_drain_cell). */
-static __global__ void k_limit(swe_arrays g, swe_consts k, region_t r, int64_t origin, ts_real dt,
-                               tiles_t tiles) {
+static __global__ void k_limit(swe_arrays g, swe_consts k, region_t r, int64_t origin,
+                               const swe_clock *clock, tiles_t tiles) {
   int i, j;
-  if (cell_of(r, 0, 0, &i, &j) && tile_on(tiles, i, j))
-    swe_drain_cell(&g, &k, (swe_idx)(origin + i + (int64_t)j * g.row), dt);
+  if (!clock->idle && cell_of(r, 0, 0, &i, &j) && tile_on(tiles, i, j))
+    swe_drain_cell(&g, &k, (swe_idx)(origin + i + (int64_t)j * g.row), (ts_real)clock->dt);
 }
 
 /* The first stage's update of the active cells of r in active tiles, from the stored fluxes,
  * limiters and sources, into `out` (swe_update_cell). */
 static __global__ void k_update_first(swe_arrays g, swe_arrays out, swe_consts k, region_t r,
-                                      int64_t origin, ts_real dt, int *bad, tiles_t tiles) {
+                                      int64_t origin, swe_clock *clock, tiles_t tiles) {
   int i, j;
-  if (!cell_of(r, 0, 0, &i, &j) || !tile_on(tiles, i, j))
+  if (clock->idle || !cell_of(r, 0, 0, &i, &j) || !tile_on(tiles, i, j))
     return;
   swe_idx c = (swe_idx)(origin + i + (int64_t)j * g.row);
-  if (g.active[c] && swe_update_cell(&out, &g, &k, c, c, dt, 0))
-    *bad = 1;
+  if (g.active[c] && swe_update_cell(&out, &g, &k, c, c, (ts_real)clock->dt, 0))
+    clock->bad = 1;
 }
 
 /* Inflow sides of the first stage: their boundary faces carry the prescribed discharge. */
-static __global__ void k_inflow(swe_arrays g, int side, int nx, int ny, int64_t origin, ts_real q) {
+static __global__ void k_inflow(swe_arrays g, int side, int nx, int ny, int64_t origin,
+                                const swe_clock *clock) {
   int along = side < 2 ? ny : nx;
   int at = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (at < along)
-    swe_impose_side_flux(&g, (swe_idx)origin, nx, ny, side, at, q);
+  if (at < along && !clock->idle)
+    swe_impose_side_flux(&g, (swe_idx)origin, nx, ny, side, at, (ts_real)clock->qunit[0][side]);
 }
 
-/* Inflow sides of a stage: the unit discharge imposed on their boundary faces. */
+/* Inflow sides of a stage (their boundary faces carry the clock's unit discharge). */
 struct inflow_t {
-  ts_real q[4];
   int on[4];
   int any;
 };
@@ -512,12 +563,14 @@ struct inflow_t {
  * from state `in` into `out` (see the head of this section). */
 static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     k_stage(swe_arrays in, swe_arrays out, swe_consts k, region_t r, int64_t origin, int nx, int ny,
-            ts_real dt, int stage, inflow_t inflow, int *bad, tiles_t tiles, region_t own,
+            swe_clock *clock, int stage, inflow_t inflow, tiles_t tiles, region_t own,
             maxima_t maxima) {
   extern __shared__ __align__(16) char shared_mem[];
   int i0, i1, j0, j1;
-  if (!tile_place(r, tiles, &i0, &i1, &j0, &j1))
+  if (clock->idle || !tile_place(r, tiles, &i0, &i1, &j0, &j1))
     return;
+  ts_real dt = (ts_real)clock->dt;
+  maxima.t = clock->t_after;
   tile_t t = tile_layout(shared_mem, i0, j0);
   tile_load(&t, &in, &in, stage == 1 ? &out : NULL, tiles, &k, origin, nx, ny);
   auto none = [](int, int, int, int) { return 0; };
@@ -548,7 +601,8 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     if (face < f_lo || face > f_hi)
       continue;
     TILE_FOR(n, l_hi - l_lo) {
-      swe_impose_side_flux(&t.a, sh_origin, nx, ny, side, l_lo + n, inflow.q[side]);
+      swe_impose_side_flux(&t.a, sh_origin, nx, ny, side, l_lo + n,
+                           (ts_real)clock->qunit[stage][side]);
     }
   }
   if (inflow.any)
@@ -579,14 +633,16 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     }
   }
   if (__syncthreads_or(any_bad) && threadIdx.x == 0 && threadIdx.y == 0)
-    *bad = 1;
+    clock->bad = 1;
 }
 
+/* The maxima of the owned cells at the end of the step (or at the clock's time outside steps). */
 static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, maxima_t m,
-                                tiles_t tiles) {
+                                tiles_t tiles, const swe_clock *clock) {
   int i, j;
   if (!cell_of(own, 0, 0, &i, &j) || !tile_on(tiles, i, j))
     return;
+  m.t = clock->t_after;
   int64_t c = origin + i + j * a.row;
   if (a.active[c])
     maxima_of_cell(&m, c, a.w[c], a.bed[c], a.hu[c], a.hv[c]);
@@ -617,6 +673,96 @@ static __global__ void k_tile_dilate(const unsigned char *wet, int tiles_x, int 
   on[t] = (unsigned char)swe_tile_on(wet, tiles_x, tiles_y, t % tiles_x, t / tiles_x, feeds);
 }
 
+/* ------------------------------------------------------------------ the clock */
+
+/* A run of steps begins: towards `target`, ending after the first step that reaches `stop`. */
+static __global__ void k_begin(swe_clock *clock, double target, double stop) {
+  clock->target = target;
+  clock->stop = stop;
+  clock->idle = clock->bad = clock->collapsed = clock->steps = 0;
+}
+
+/* The step from the first stage's wave speeds (reset for the next step), as the host computes
+ * it (swe_time_step), and the inflow discharges of the second stage. A collapsed step ends the
+ * run. */
+static __global__ void k_dt(swe_clock *clock, swe_bits *amax, double cfl, double dx, double dy,
+                            hydro_t hydro) {
+  if (clock->idle)
+    return;
+  double ax = (double)swe_from_bits(amax[0]), ay = (double)swe_from_bits(amax[1]);
+  amax[0] = amax[1] = 0;
+  double t_after;
+  double dt = swe_time_step(ax, ay, cfl, dx, dy, clock->t, clock->target, sizeof(ts_real) == 8,
+                            &t_after);
+  clock->dt = dt;
+  if (!(dt > 0)) {
+    clock->collapsed = clock->idle = 1;
+    return;
+  }
+  clock->t_after = t_after;
+  for (int side = 0; side < 4; side++)
+    clock->qunit[1][side] = inflow_unit(&hydro, side, clock->t + dt);
+}
+
+/* The state, velocities and maxima of a cell into 5 reals and 4 doubles. */
+__device__ static inline void gather_cell(const swe_arrays *a, const swe_consts *k,
+                                          const double *const *max, int64_t c, ts_real *reals,
+                                          double *doubles) {
+  ts_real h = a->w[c] - a->bed[c];
+  ts_real vals[5] = {a->w[c], a->hu[c], a->hv[c],
+                     h > 0 ? swe_velocity(a->hu[c], h, k->kappa) : SWE_R(0),
+                     h > 0 ? swe_velocity(a->hv[c], h, k->kappa) : SWE_R(0)};
+  for (int v = 0; v < 5; v++)
+    reals[v] = vals[v];
+  for (int v = 0; v < 4; v++)
+    doubles[v] = max[v][c];
+}
+
+/* Puts gathered values of n cells into the host arrays. */
+static void scatter_cells(swe_part *s, const int64_t *cells, int n, const double *doubles,
+                          const ts_real *reals) {
+  ts_real *dst_r[5] = {(ts_real *)s->w, (ts_real *)s->hu, (ts_real *)s->hv, (ts_real *)s->u,
+                       (ts_real *)s->v};
+  double *dst_d[4] = {s->max_h, s->max_speed, s->arrival, s->max_eta};
+  for (int t = 0; t < n; t++) {
+    for (int v = 0; v < 5; v++)
+      dst_r[v][cells[t]] = reals[5 * t + v];
+    for (int v = 0; v < 4; v++)
+      dst_d[v][cells[t]] = doubles[4 * t + v];
+  }
+}
+
+struct max_ptrs {
+  const double *p[4];
+};
+
+/* The end of a step: the watched cells and the step are recorded, the clock moves to the end
+ * of the step with the first stage's inflow discharges of the next, and the run ends after a
+ * non-finite value, at its stop or target time, or when its log is full. */
+static __global__ void k_step_end(swe_clock *clock, double *log, swe_arrays a, swe_consts k,
+                                  max_ptrs max, watch_t watch, hydro_t hydro) {
+  if (clock->idle)
+    return;
+  int slot = clock->steps;
+  char *row = watch.rows + (size_t)slot * watch_row_bytes(watch.n);
+  double *doubles = (double *)row;
+  ts_real *reals = (ts_real *)(doubles + 4 * (size_t)watch.n);
+  for (int q = (int)threadIdx.x; q < watch.n; q += (int)blockDim.x)
+    gather_cell(&a, &k, max.p, watch.cells[q], reals + 5 * q, doubles + 4 * q);
+  __syncthreads();
+  if (threadIdx.x != 0)
+    return;
+  log[slot] = clock->t_after;
+  log[TS_SWE_ADVANCE_MAX + slot] = clock->dt;
+  clock->t = clock->t_after;
+  clock->steps = slot + 1;
+  for (int side = 0; side < 4; side++)
+    clock->qunit[0][side] = inflow_unit(&hydro, side, clock->t);
+  if (clock->bad || clock->t >= clock->stop || clock->t >= clock->target ||
+      clock->steps == TS_SWE_ADVANCE_MAX)
+    clock->idle = 1;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static tiles_t tiles_of(const swe_part *s) {
@@ -630,7 +776,7 @@ static maxima_t maxima_of(const swe_part *s) {
                   g->max[2],
                   g->max[3],
                   s->p->arrival_depth,
-                  s->t,
+                  0,
                   (ts_real)s->p->dry_depth,
                   swe_part_consts(s).kappa};
 }
@@ -670,18 +816,19 @@ static swe_arrays stage_state(const swe_gpu *g) {
   return a;
 }
 
+/* The ghost cells of the stage (its time is the clock's, not t). */
 static void gpu_fill_boundaries(swe_part *s, double t) {
+  (void)t;
   swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   for (int side = 0; side < 4; side++) {
     const ts_swe_bc *bc = &s->p->bc[side];
     if (bc->type == TS_BC_WALL || s->internal[side])
       continue;
-    double q_unit = swe_inflow_unit(s, side, t, 1);
     int n = (side < 2 ? s->ny : s->nx) * SWE_GHOST;
     k_fill_side<<<(n + 127) / 128, 128, 0, g->stream>>>(stage_state(g), k, side, (int)bc->type,
-                                                        (ts_real)bc->level, (ts_real)q_unit, s->nx,
-                                                        s->ny, s->origin);
+                                                        (ts_real)bc->level, g->clock, g->mid_step,
+                                                        s->nx, s->ny, s->origin);
   }
 }
 
@@ -698,54 +845,84 @@ static void gpu_fluxes(swe_part *s, swe_region r, double amax[2]) {
   swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   k_fluxes<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
-      stage_state(g), k, region(r), region(s->own), s->origin, s->nx, s->ny, g->amax, tiles_of(s));
+      stage_state(g), k, region(r), region(s->own), s->origin, s->nx, s->ny, g->amax, tiles_of(s),
+      g->clock);
+}
+
+/* The maximum over the ranks of the wave speeds of the first stage (NCCL, on the stream). */
+static void reduce_speeds(swe_part *s) {
+  if (!s->reduce_ranks)
+    return;
+  ts_status st = ts_transport_max(gpu_of(s)->amax, 2, (int)sizeof(swe_bits), gpu_of(s)->stream);
+  if (st != TS_OK) {
+    fprintf(stderr, "tessera: %s\n", ts_error_message());
+    exit(1); /* a collective that failed leaves the ranks out of step */
+  }
 }
 
 /* The wave speeds accumulated by the first stage's flux kernels (over the ranks with NCCL),
- * read back; then reset for the next step. */
+ * read back. */
 static void gpu_take_speeds(swe_part *s, double amax[2]) {
   swe_gpu *g = use(s);
-  if (s->reduce_ranks) {
-    ts_status st = ts_transport_max(g->amax, 2, (int)sizeof(swe_bits), g->stream);
-    if (st != TS_OK) {
-      fprintf(stderr, "tessera: %s\n", ts_error_message());
-      exit(1); /* a collective that failed leaves the ranks out of step */
-    }
-  }
+  reduce_speeds(s);
   check(cudaMemcpyAsync(g->amax_host, g->amax, 2 * sizeof(swe_bits), cudaMemcpyDeviceToHost,
                         g->stream),
         "copy of the wave speeds");
-  check(cudaMemsetAsync(g->amax, 0, 2 * sizeof(swe_bits), g->stream), "memset");
   check(cudaStreamSynchronize(g->stream), "fluxes");
   amax[0] = fmax(amax[0], (double)swe_from_bits(g->amax_host[0]));
   amax[1] = fmax(amax[1], (double)swe_from_bits(g->amax_host[1]));
 }
 
-/* The first stage imposes the inflow discharges on its stored fluxes; the second records them
- * for its stage kernel. */
-static void gpu_impose_inflow(swe_part *s, double t) {
+/* The step on the device, from the host's maxima (exact in the working precision: they are
+ * maxima of its values) or from the device's own. */
+static void gpu_time_step(swe_part *s, const double amax[2]) {
   swe_gpu *g = use(s);
-  for (int side = 0; side < 4; side++) {
-    g->inflow_on[side] =
-        s->p->bc[side].type == TS_BC_INFLOW && s->bc_cells[side] != 0 && !s->internal[side];
-    g->inflow_q[side] = g->inflow_on[side] ? (ts_real)swe_inflow_unit(s, side, t, 0) : 0;
+  if (amax) {
+    g->amax_host[0] = swe_to_bits_host((ts_real)amax[0]);
+    g->amax_host[1] = swe_to_bits_host((ts_real)amax[1]);
+    check(cudaMemcpyAsync(g->amax, g->amax_host, 2 * sizeof(swe_bits), cudaMemcpyHostToDevice,
+                          g->stream),
+          "copy of the wave speeds");
+  } else {
+    reduce_speeds(s);
+  }
+  k_dt<<<1, 1, 0, g->stream>>>(g->clock, g->amax, s->p->cfl, s->grid.dx[0], s->grid.dx[1],
+                               g->hydro);
+}
+
+static void gpu_end_step(swe_part *s) {
+  swe_gpu *g = use(s);
+  max_ptrs max = {{g->max[0], g->max[1], g->max[2], g->max[3]}};
+  k_step_end<<<1, 128, 0, g->stream>>>(g->clock, g->log, g->dev, swe_part_consts(s), max,
+                                       g->watch, g->hydro);
+}
+
+/* The first stage imposes the clock's inflow discharges on its stored fluxes; the second
+ * stage's kernel imposes its own. */
+static void gpu_impose_inflow(swe_part *s, double t) {
+  (void)t;
+  swe_gpu *g = use(s);
+  for (int side = 0; side < 4 && !g->mid_step; side++) {
     int n = side < 2 ? s->ny : s->nx;
-    if (g->inflow_on[side] && !g->mid_step)
+    if (g->inflow_on[side])
       k_inflow<<<(n + 127) / 128, 128, 0, g->stream>>>(stage_state(g), side, s->nx, s->ny,
-                                                       s->origin, g->inflow_q[side]);
+                                                       s->origin, g->clock);
   }
 }
 
 /* The first stage's limiters (the second stage's kernel computes its own). */
 static void gpu_drain(swe_part *s, swe_region r, double dt) {
+  (void)dt;
   swe_gpu *g = use(s);
   if (g->mid_step || empty(r))
     return;
   k_limit<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
-      stage_state(g), swe_part_consts(s), region(r), s->origin, (ts_real)dt, tiles_of(s));
+      stage_state(g), swe_part_consts(s), region(r), s->origin, g->clock, tiles_of(s));
 }
 
+/* A stage's update with the clock's step (not dt). */
 static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
+  (void)dt;
   swe_gpu *g = use(s);
   swe_consts k = swe_part_consts(s);
   swe_arrays in = stage_state(g), out = g->dev;
@@ -761,19 +938,19 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
     out.hv = g->dev.hv0;
     if (!empty(r))
       k_update_first<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
-          in, out, k, region(r), s->origin, (ts_real)dt, g->bad, tiles_of(s));
+          in, out, k, region(r), s->origin, g->clock, tiles_of(s));
   } else {
     inflow_t inflow;
     inflow.any = 0;
     for (int side = 0; side < 4; side++) {
-      inflow.q[side] = g->inflow_q[side], inflow.on[side] = g->inflow_on[side];
+      inflow.on[side] = g->inflow_on[side];
       inflow.any |= inflow.on[side];
     }
     if (!empty(r))
       k_stage<<<tiles_for(r), tile_threads, tile_shared_bytes(), g->stream>>>(
-          in, out, k, region(r), s->origin, s->nx, s->ny, (ts_real)dt, stage, inflow, g->bad,
-          tiles_of(s), region(s->own), maxima_of(s));
-    g->maxima_done = 1; /* s->t is already the time after the step (swe_step sets it first) */
+          in, out, k, region(r), s->origin, s->nx, s->ny, g->clock, stage, inflow, tiles_of(s),
+          region(s->own), maxima_of(s));
+    g->maxima_done = 1;
   }
   if (k.rk_order == 1) {
     size_t rb = (size_t)s->plane * sizeof(ts_real);
@@ -813,18 +990,112 @@ static void gpu_maxima(swe_part *s) {
     return;
   }
   k_maxima<<<blocks_for(s->own, 0, 0, block2d), block2d, 0, g->stream>>>(
-      g->dev, region(s->own), s->origin, maxima_of(s), tiles_of(s));
+      g->dev, region(s->own), s->origin, maxima_of(s), tiles_of(s), g->clock);
 }
 
+/* The non-finite flag of the step (cleared when the next step begins). */
 static int gpu_take_bad(swe_part *s) {
   swe_gpu *g = use(s);
-  check(cudaMemcpyAsync(g->bad_host, g->bad, sizeof(int), cudaMemcpyDeviceToHost, g->stream),
-        "copy");
+  check(cudaMemcpyAsync(g->clock_host, g->clock, sizeof(swe_clock), cudaMemcpyDeviceToHost,
+                        g->stream),
+        "copy of the clock");
   check(cudaStreamSynchronize(g->stream), "step");
-  int bad = *g->bad_host;
-  if (bad)
-    check(cudaMemset(g->bad, 0, sizeof(int)), "memset");
-  return bad;
+  return g->clock_host->bad;
+}
+
+static void gpu_begin_steps(swe_part *s, double target, double stop) {
+  swe_gpu *g = use(s);
+  k_begin<<<1, 1, 0, g->stream>>>(g->clock, target, stop);
+}
+
+static int gpu_capture_step(swe_part *s, int begin) {
+  swe_gpu *g = use(s);
+  if (begin) {
+    if (g->graph)
+      return 0;
+    check(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+    return 1;
+  }
+  cudaGraph_t graph;
+  check(cudaStreamEndCapture(g->stream, &graph), "graph capture");
+  check(cudaGraphInstantiate(&g->graph, graph, 0), "graph instantiation");
+  cudaGraphDestroy(graph);
+  return 0;
+}
+
+static void gpu_run_steps(swe_part *s, int n) {
+  swe_gpu *g = use(s);
+  for (int k = 0; k < n; k++)
+    check(cudaGraphLaunch(g->graph, g->stream), "graph launch");
+}
+
+static void gpu_finish_steps(swe_part *s, swe_steps_report *report) {
+  swe_gpu *g = use(s);
+  check(cudaMemcpyAsync(g->clock_host, g->clock, sizeof(swe_clock), cudaMemcpyDeviceToHost,
+                        g->stream),
+        "copy of the clock");
+  check(cudaMemcpyAsync(g->log_host, g->log, 2 * TS_SWE_ADVANCE_MAX * sizeof(double),
+                        cudaMemcpyDeviceToHost, g->stream),
+        "copy of the step log");
+  if (g->watch.n > 0)
+    check(cudaMemcpyAsync(g->watch_host, g->watch.rows,
+                          TS_SWE_ADVANCE_MAX * watch_row_bytes(g->watch.n),
+                          cudaMemcpyDeviceToHost, g->stream),
+          "copy of the watched cells");
+  check(cudaStreamSynchronize(g->stream), "steps");
+  const swe_clock *c = g->clock_host;
+  report->steps.taken = c->steps;
+  for (int k = 0; k < c->steps; k++) {
+    report->steps.t[k] = g->log_host[k];
+    report->steps.dt[k] = g->log_host[TS_SWE_ADVANCE_MAX + k];
+  }
+  report->bad = c->bad;
+  report->collapsed = c->collapsed;
+  report->collapsed_dt = c->dt;
+}
+
+static ts_status gpu_watch(swe_part *s, const int64_t *cells, int n) {
+  swe_gpu *g = use(s);
+  cudaStreamSynchronize(g->stream);
+  cudaFree((void *)g->watch.cells);
+  cudaFree(g->watch.rows);
+  cudaFreeHost(g->watch_host);
+  free(g->watch_list);
+  memset(&g->watch, 0, sizeof g->watch);
+  g->watch_host = NULL;
+  g->watch_list = NULL;
+  if (g->graph) { /* the graph's step records the old list */
+    cudaGraphExecDestroy(g->graph);
+    g->graph = NULL;
+  }
+  if (n == 0)
+    return TS_OK;
+  size_t rows = TS_SWE_ADVANCE_MAX * watch_row_bytes(n), list = sizeof(int64_t) * (size_t)n;
+  int64_t *dev_cells = NULL;
+  cudaError_t e = cudaMalloc((void **)&dev_cells, list);
+  g->watch.cells = dev_cells;
+  if (e == cudaSuccess)
+    e = cudaMemcpy(dev_cells, cells, list, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&g->watch.rows, rows);
+  if (e == cudaSuccess)
+    e = cudaMallocHost((void **)&g->watch_host, rows);
+  g->watch_list = (int64_t *)malloc(list);
+  if (e != cudaSuccess || !g->watch_list)
+    return ts_error(TS_ERR_NOMEM, "swe: no memory for %d watched cells on device %d", n,
+                    s->device);
+  memcpy(g->watch_list, cells, list);
+  g->watch.n = n;
+  return TS_OK;
+}
+
+static void gpu_watched_to_host(swe_part *s, int k) {
+  swe_gpu *g = gpu_of(s);
+  if (g->watch.n == 0)
+    return;
+  double *doubles = (double *)(g->watch_host + (size_t)k * watch_row_bytes(g->watch.n));
+  scatter_cells(s, g->watch_list, g->watch.n, doubles,
+                (const ts_real *)(doubles + 4 * (size_t)g->watch.n));
 }
 
 /* Host and device arrays of the part that the mirror copies: the state, velocities, maxima. */
@@ -838,6 +1109,16 @@ static void mirror(swe_part *s, int down) {
   cudaMemcpyKind kind = down ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
   if (down)
     gpu_velocities(s, swe_region{-SWE_GHOST, s->nx + SWE_GHOST, -SWE_GHOST, s->ny + SWE_GHOST});
+  if (!down) { /* the clock restarts at the part's time */
+    check(cudaStreamSynchronize(g->stream), "synchronisation");
+    swe_clock *c = g->clock_host;
+    memset(c, 0, sizeof *c);
+    c->t = c->t_after = c->target = c->stop = s->t;
+    for (int side = 0; side < 4; side++)
+      c->qunit[0][side] = swe_inflow_unit(s, side, s->t, 0);
+    check(cudaMemcpyAsync(g->clock, c, sizeof *c, cudaMemcpyHostToDevice, g->stream),
+          "copy of the clock");
+  }
   for (int a = 0; a < nr; a++)
     check(cudaMemcpyAsync(down ? host_r[a] : dev_r[a], down ? dev_r[a] : host_r[a], rb, kind,
                           g->stream),
@@ -855,16 +1136,8 @@ static void gpu_to_host(swe_part *s) { mirror(s, 1); }
 static __global__ void k_gather(swe_arrays a, swe_consts k, const double *const *max,
                                 const int64_t *cells, int n, ts_real *reals, double *doubles) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (t >= n)
-    return;
-  int64_t c = cells[t];
-  ts_real h = a.w[c] - a.bed[c];
-  ts_real vals[5] = {a.w[c], a.hu[c], a.hv[c], h > 0 ? swe_velocity(a.hu[c], h, k.kappa) : SWE_R(0),
-                     h > 0 ? swe_velocity(a.hv[c], h, k.kappa) : SWE_R(0)};
-  for (int v = 0; v < 5; v++)
-    reals[5 * t + v] = vals[v];
-  for (int v = 0; v < 4; v++)
-    doubles[4 * t + v] = max[v][c];
+  if (t < n)
+    gather_cell(&a, &k, max, cells[t], reals + 5 * t, doubles + 4 * t);
 }
 
 static void gpu_to_host_cells(swe_part *s, const int64_t *cells, int n) {
@@ -896,16 +1169,7 @@ static void gpu_to_host_cells(swe_part *s, const int64_t *cells, int n) {
         "copy of probes");
   check(cudaStreamSynchronize(g->stream), "probes");
   double *h_doubles = (double *)(host + head);
-  ts_real *h_reals = (ts_real *)(h_doubles + 4 * (size_t)n);
-  ts_real *dst_r[5] = {(ts_real *)s->w, (ts_real *)s->hu, (ts_real *)s->hv, (ts_real *)s->u,
-                       (ts_real *)s->v};
-  double *dst_d[4] = {s->max_h, s->max_speed, s->arrival, s->max_eta};
-  for (int t = 0; t < n; t++) {
-    for (int v = 0; v < 5; v++)
-      dst_r[v][cells[t]] = h_reals[5 * t + v];
-    for (int v = 0; v < 4; v++)
-      dst_d[v][cells[t]] = h_doubles[4 * t + v];
-  }
+  scatter_cells(s, cells, n, h_doubles, (ts_real *)(h_doubles + 4 * (size_t)n));
 }
 static void gpu_to_device(swe_part *s) { mirror(s, 0); }
 
@@ -943,13 +1207,22 @@ static void gpu_release(swe_part *s) {
     cudaFree(g->max[a]);
   cudaFree(g->active);
   cudaFree(g->amax);
-  cudaFree(g->bad);
+  cudaFree(g->clock);
+  cudaFree(g->log);
+  cudaFree(g->hydro_mem);
+  cudaFree((void *)g->watch.cells);
+  cudaFree(g->watch.rows);
+  cudaFreeHost(g->watch_host);
+  free(g->watch_list);
+  if (g->graph)
+    cudaGraphExecDestroy(g->graph);
   cudaFree(g->tile_wet);
   cudaFree(g->tile_on);
   cudaFree(g->probe_dev);
   cudaFreeHost(g->probe_host);
   cudaFreeHost(g->amax_host);
-  cudaFreeHost(g->bad_host);
+  cudaFreeHost(g->clock_host);
+  cudaFreeHost(g->log_host);
   cudaStreamDestroy(g->stream);
   free(g);
   s->gpu = NULL;
@@ -1022,9 +1295,37 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
   if (e == cudaSuccess)
     e = cudaMallocHost((void **)&g->amax_host, 2 * sizeof(swe_bits));
   if (e == cudaSuccess)
-    e = cudaMallocHost((void **)&g->bad_host, sizeof(int));
-  if (e == cudaSuccess && (e = cudaMalloc((void **)&g->bad, sizeof(int))) == cudaSuccess)
-    e = cudaMemset(g->bad, 0, sizeof(int));
+    e = cudaMalloc((void **)&g->clock, sizeof(swe_clock));
+  if (e == cudaSuccess)
+    e = cudaMallocHost((void **)&g->clock_host, sizeof(swe_clock));
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&g->log, 2 * TS_SWE_ADVANCE_MAX * sizeof(double));
+  if (e == cudaSuccess)
+    e = cudaMallocHost((void **)&g->log_host, 2 * TS_SWE_ADVANCE_MAX * sizeof(double));
+  /* the hydrographs of the inflow sides, and which sides of the part impose them */
+  size_t points = 0;
+  for (int side = 0; side < 4; side++) {
+    const ts_swe_bc *bc = &s->p->bc[side];
+    g->hydro.on[side] = bc->type == TS_BC_INFLOW && s->bc_cells[side] != 0;
+    g->inflow_on[side] = g->hydro.on[side] && !s->internal[side];
+    points += g->hydro.on[side] ? (size_t)bc->npoints : 0;
+  }
+  if (e == cudaSuccess && points)
+    e = cudaMalloc((void **)&g->hydro_mem, 2 * points * sizeof(double));
+  for (int side = 0, at = 0; side < 4 && e == cudaSuccess; side++) {
+    const ts_swe_bc *bc = &s->p->bc[side];
+    if (!g->hydro.on[side])
+      continue;
+    size_t bytes = (size_t)bc->npoints * sizeof(double);
+    g->hydro.t[side] = g->hydro_mem + at;
+    g->hydro.q[side] = g->hydro_mem + at + bc->npoints;
+    g->hydro.n[side] = bc->npoints;
+    g->hydro.width[side] = s->bc_cells[side] * s->grid.dx[side < 2 ? 1 : 0];
+    e = cudaMemcpy(g->hydro_mem + at, bc->t, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+      e = cudaMemcpy(g->hydro_mem + at + bc->npoints, bc->q, bytes, cudaMemcpyHostToDevice);
+    at += 2 * bc->npoints;
+  }
   size_t ntiles = (size_t)s->tiles_x * s->tiles_y;
   if (e == cudaSuccess)
     e = cudaMalloc((void **)&g->tile_wet, ntiles);
@@ -1049,6 +1350,14 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .fill_boundaries = gpu_fill_boundaries,
     .fluxes = gpu_fluxes,
     .take_speeds = gpu_take_speeds,
+    .time_step = gpu_time_step,
+    .end_step = gpu_end_step,
+    .begin_steps = gpu_begin_steps,
+    .capture_step = gpu_capture_step,
+    .run_steps = gpu_run_steps,
+    .finish_steps = gpu_finish_steps,
+    .watch = gpu_watch,
+    .watched_to_host = gpu_watched_to_host,
     .impose_inflow = gpu_impose_inflow,
     .drain = gpu_drain,
     .update = gpu_update,
@@ -1059,7 +1368,6 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .volume = SWE_CPU_KERNELS.volume,
     .wet_cells = SWE_CPU_KERNELS.wet_cells,
     .tiles_wet = SWE_CPU_KERNELS.tiles_wet,
-    .round = SWE_CPU_KERNELS.round,
     .to_host = gpu_to_host,
     .to_host_cells = gpu_to_host_cells,
     .to_device = gpu_to_device,

@@ -124,6 +124,11 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
     }
     part->k = double_prec ? &swe_kernels_cuda_double : &swe_kernels_cuda_float;
     part->k->tile_mask(part, (swe_region){0, part->nx, 0, part->ny});
+    st_gpu = swe_watch_new_part(s, part);
+    if (st_gpu != TS_OK) {
+      swe_part_destroy(part);
+      return st_gpu;
+    }
   }
 #else
   (void)device;

@@ -173,12 +173,13 @@ typedef struct stage_work {
   int stage;      /* 0 or 1 */
   int interior;   /* first stage with the exchange in flight: only cells that need no halo */
   int border;     /* ... and then the rest */
+  int on_device;  /* the GPUs choose the step: dt and t_after are not known here */
   double t_stage; /* time of the stage */
   double t_after; /* time at the end of the step */
   int last;       /* the last stage of the step */
   double dt;
   double (*amax)[2]; /* per part */
-  int *bad;          /* per part */
+  int *bad;          /* per part: an update produced a non-finite value */
   ts_swe *s;
 } stage_work;
 
@@ -242,21 +243,24 @@ static void phase_fluxes(swe_part *p, void *arg) {
 static void phase_update(swe_part *p, void *arg) {
   stage_work *w = arg;
   double t0 = omp_get_wtime();
-  int k = part_index(w->s, p);
-  if (w->last)
-    p->t = w->t_after; /* the last stage may record the step's maxima (GPU) */
   p->k->impose_inflow(p, w->t_stage);
   p->k->drain(p, shrink(p, SWE_STAGE_REACH * w->m + 2), w->dt);
-  w->bad[k] |=
+  int bad =
       p->k->update(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt, w->stage);
+  if (w->bad)
+    w->bad[part_index(w->s, p)] |= bad;
   p->compute_s += omp_get_wtime() - t0;
 }
 
-static void phase_maxima(swe_part *p, void *arg) {
-  ts_swe *s = arg;
+/* The end of the step: maxima at its end time, and the device's clock moved on. */
+static void phase_end(swe_part *p, void *arg) {
+  stage_work *w = arg;
   double t0 = omp_get_wtime();
-  p->t = s->t;
+  if (!w->on_device)
+    p->t = w->t_after;
   p->k->maxima(p);
+  if (p->k->end_step)
+    p->k->end_step(p);
   p->compute_s += omp_get_wtime() - t0;
 }
 
@@ -272,10 +276,82 @@ static ts_status resolve_early_exit(ts_swe *s) {
   return TS_OK;
 }
 
-ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
+/* The time step towards `target` from the first stage's wave speeds: the maximum over the
+ * parts and ranks, on the host (the GPUs get it back and compute the same step), or on the
+ * device alone. */
+static ts_status choose_step(ts_swe *s, double target, stage_work *w) {
+  if (w->on_device) {
+    for (int k = 0; k < s->nparts; k++)
+      s->parts[k]->k->time_step(s->parts[k], NULL);
+    return TS_OK;
+  }
+  double a[2] = {0, 0};
+  for (int k = 0; k < s->nparts; k++) {
+    if (s->parts[k]->k->take_speeds)
+      s->parts[k]->k->take_speeds(s->parts[k], w->amax[k]);
+    a[0] = fmax(a[0], w->amax[k][0]), a[1] = fmax(a[1], w->amax[k][1]);
+  }
+  if (!s->speeds_on_device)
+    TS_CALL(ts_comm_max(s->comm, a, 2));
+  w->dt = swe_time_step(a[0], a[1], s->p.cfl, s->grid.dx[0], s->grid.dx[1], s->t, target,
+                        s->p.precision == TS_DOUBLE, &w->t_after);
+  if (!(w->dt > 0))
+    return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", w->dt, s->t);
+  for (int k = 0; k < s->nparts; k++)
+    if (s->parts[k]->k->time_step)
+      s->parts[k]->k->time_step(s->parts[k], a);
+  return TS_OK;
+}
+
+/* The stages of one step towards `target`: taken here, or only queued on the GPUs when they
+ * choose the step themselves (w->on_device). */
+static ts_status run_stages(ts_swe *s, double target, stage_work *w) {
+  int stages = s->p.rk_order == 1 ? 1 : 2;
+  ts_status st = TS_OK;
+  for (int stage = 0; stage < stages && st == TS_OK; stage++) {
+    w->m = s->cycle;
+    w->stage = stage;
+    w->last = stage + 1 == stages;
+    w->t_stage = s->t + (stage ? w->dt : 0.0);
+    if (stage == 0 && s->in_flight) {
+      w->interior = 1;
+      swe_for_parts(s, phase_fluxes, w);
+      w->interior = 0;
+      st = swe_finish_exchange(s);
+      w->border = 1;
+      if (st == TS_OK)
+        swe_for_parts(s, phase_fluxes, w);
+      w->border = 0;
+    } else {
+      swe_for_parts(s, phase_fluxes, w);
+    }
+    if (stage == 0 && st == TS_OK)
+      st = choose_step(s, target, w);
+    if (st == TS_OK)
+      swe_for_parts(s, phase_update, w);
+    s->cycle++;
+  }
+  if (st == TS_OK)
+    swe_for_parts(s, phase_end, w);
+  return st;
+}
+
+/* Starts the exchange due after a step (every ghost_expansion steps). */
+static ts_status after_step(ts_swe *s) {
+  int stages = s->p.rk_order == 1 ? 1 : 2;
+  if (s->decomp.count == 1) {
+    s->cycle = 0; /* one subdomain: nothing to exchange */
+    return TS_OK;
+  }
+  if (s->cycle < s->ghost_expansion * stages)
+    return TS_OK;
+  TS_CALL(start_exchange(s));
+  return s->p.parallel.overlap ? TS_OK : swe_finish_exchange(s);
+}
+
+ts_status swe_step(ts_swe *s, double target, double *dt_taken) {
   if (s->early_exit < 0)
     TS_CALL(resolve_early_exit(s));
-  int stages = s->p.rk_order == 1 ? 1 : 2;
   double(*amax)[2] = calloc((size_t)s->nparts, sizeof *amax);
   int *bad = calloc((size_t)s->nparts, sizeof *bad);
   if (!amax || !bad) {
@@ -283,79 +359,65 @@ ts_status swe_step(ts_swe *s, double dt_max, double *dt_taken) {
     free(bad);
     return ts_error(TS_ERR_NOMEM, "out of memory");
   }
+  for (int k = 0; k < s->nparts; k++)
+    if (s->parts[k]->k->begin_steps)
+      s->parts[k]->k->begin_steps(s->parts[k], target, target);
   stage_work w = {.amax = amax, .bad = bad, .s = s};
-  double dt = 0, t0 = s->t;
-  ts_status st = TS_OK;
-  for (int stage = 0; stage < stages && st == TS_OK; stage++) {
-    w.m = s->cycle;
-    w.stage = stage;
-    w.last = stage + 1 == stages;
-    w.t_stage = s->t + (stage ? dt : 0.0);
-    if (stage == 0 && s->in_flight) {
-      w.interior = 1;
-      swe_for_parts(s, phase_fluxes, &w);
-      w.interior = 0;
-      st = swe_finish_exchange(s);
-      w.border = 1;
-      if (st == TS_OK)
-        swe_for_parts(s, phase_fluxes, &w);
-      w.border = 0;
-    } else {
-      swe_for_parts(s, phase_fluxes, &w);
-    }
-    if (stage == 0 && st == TS_OK) {
-      double a[2] = {0, 0};
-      for (int k = 0; k < s->nparts; k++) {
-        if (s->parts[k]->k->take_speeds)
-          s->parts[k]->k->take_speeds(s->parts[k], amax[k]);
-        a[0] = fmax(a[0], amax[k][0]), a[1] = fmax(a[1], amax[k][1]);
-      }
-      if (!s->speeds_on_device)
-        st = ts_comm_max(s->comm, a, 2);
-      double lim = INFINITY;
-      if (a[0] > 0)
-        lim = fmin(lim, s->p.cfl * s->grid.dx[0] / a[0]);
-      if (a[1] > 0)
-        lim = fmin(lim, s->p.cfl * s->grid.dx[1] / a[1]);
-      int clamped = !(lim < dt_max);
-      dt = s->parts[0]->k->round(clamped ? dt_max : lim);
-      if (st == TS_OK && !(dt > 0))
-        st = ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, s->t);
-      w.dt = dt;
-      /* A step clamped to an output time lands on it exactly (dt_max may not be representable
-       * in the working precision; the difference is below its round-off). */
-      w.t_after = clamped ? s->t + dt_max : s->t + dt;
-    }
-    if (st == TS_OK)
-      swe_for_parts(s, phase_update, &w);
-    for (int k = 0; k < s->nparts && st == TS_OK && w.last; k++)
-      if (s->parts[k]->k->take_bad) /* the device's flag covers every stage of the step */
-        bad[k] |= s->parts[k]->k->take_bad(s->parts[k]);
-    s->cycle++;
-  }
-  if (st == TS_OK) {
-    s->t = w.t_after;
-    s->steps++;
-    *dt_taken = dt;
-    swe_for_parts(s, phase_maxima, s);
-    double any_bad = 0;
-    for (int k = 0; k < s->nparts; k++)
-      any_bad = fmax(any_bad, bad[k]);
-    st = ts_comm_max(s->comm, &any_bad, 1);
-    if (st == TS_OK && any_bad > 0)
-      st = ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)", t0,
-                    (long long)s->steps);
+  double t0 = s->t;
+  ts_status st = run_stages(s, target, &w);
+  double any_bad = 0;
+  for (int k = 0; k < s->nparts && st == TS_OK; k++) {
+    if (s->parts[k]->k->take_bad) /* the device's flag covers every stage of the step */
+      bad[k] |= s->parts[k]->k->take_bad(s->parts[k]);
+    any_bad = fmax(any_bad, bad[k]);
   }
   free(amax);
   free(bad);
-  if (st == TS_OK && s->decomp.count == 1) {
+  if (st != TS_OK)
+    return st;
+  s->t = w.t_after;
+  s->steps++;
+  *dt_taken = w.dt;
+  TS_CALL(ts_comm_max(s->comm, &any_bad, 1));
+  if (any_bad > 0)
+    return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)", t0,
+                    (long long)s->steps);
+  return after_step(s);
+}
+
+int swe_steps_on_device(const ts_swe *s) {
+  return s->backend == TS_BACKEND_CUDA && s->nparts == 1 && s->decomp.count == 1 &&
+         s->tuning < 0 && s->early_exit >= 0 && s->parts[0]->k->capture_step;
+}
+
+ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
+                            swe_steps_report *report) {
+  swe_part *p = s->parts[0];
+  double t0 = omp_get_wtime();
+  p->k->begin_steps(p, target, stop);
+  if (p->k->capture_step(p, 1)) {
+    stage_work w = {.on_device = 1, .s = s};
+    ts_status st = run_stages(s, target, &w);
+    p->k->capture_step(p, 0);
     s->cycle = 0; /* one subdomain: nothing to exchange */
-  } else if (st == TS_OK && s->cycle >= s->ghost_expansion * stages) {
-    st = start_exchange(s);
-    if (st == TS_OK && !s->p.parallel.overlap)
-      st = swe_finish_exchange(s);
+    TS_CALL(st);
   }
-  return st;
+  p->k->run_steps(p, max_steps < TS_SWE_ADVANCE_MAX ? max_steps : TS_SWE_ADVANCE_MAX);
+  p->k->finish_steps(p, report);
+  p->compute_s += omp_get_wtime() - t0;
+  const ts_swe_run *run = &report->steps;
+  if (run->taken > 0) {
+    double t_before = run->taken > 1 ? run->t[run->taken - 2] : s->t;
+    s->t = p->t = run->t[run->taken - 1];
+    s->steps += run->taken;
+    if (report->bad)
+      return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)",
+                      t_before, (long long)s->steps);
+  }
+  if (report->collapsed)
+    return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s",
+                    report->collapsed_dt, s->t);
+  return TS_OK;
 }
 
 /* ------------------------------------------------------------------ rebuilding the parts */
