@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "physics/swe/swe_case.h"
+#include "physics/case.h"
 #include "tessera/comm.h"
 #include "tessera/gpu.h"
 #include "tessera/io.h"
@@ -64,7 +64,7 @@ static int usage_error(const char *msg, const char *arg) {
 }
 
 static int cmd_run(int argc, char **argv) {
-  ts_swe_case_options opt = {.progress = stderr};
+  ts_case_options opt = {.progress = stderr};
   const char **overrides = calloc((size_t)argc, sizeof *overrides);
   if (!overrides)
     return usage_error("out of memory", NULL);
@@ -98,7 +98,7 @@ static int cmd_run(int argc, char **argv) {
     rc = usage_error("run needs a case file", NULL);
   } else if (rc == 0) {
     opt.overrides = overrides;
-    ts_status st = ts_swe_case_run(&opt);
+    ts_status st = ts_case_run(&opt);
     if (st != TS_OK)
       rc = fail(st);
   }

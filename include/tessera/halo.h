@@ -49,6 +49,10 @@ typedef struct ts_halo_spec {
   const ts_box *src;       /* per subdomain: the cells it can send (its owned box) */
   const ts_box *dst;       /* per subdomain: the cells it wants (its window with the halo) */
   const ts_box *dst_owned; /* per subdomain: its own box, for directions (NULL: dst) */
+  /* per subdomain: its own box, or NULL. When set, the direction of a box is seen from the
+   * sender (the box lies in its halo in that direction): plans that send cells of the halo
+   * back to their owners, such as populations pushed across a face (lattice Boltzmann). */
+  const ts_box *src_owned;
   int include_self;        /* also move src[s] ∩ dst[s] (when migrating between layouts) */
   int nfields;
   const ts_halo_field *layout; /* nfields entries: ncomp, elem and dir_mask (pointers unused) */

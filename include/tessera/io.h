@@ -1,12 +1,14 @@
-/* Output and auxiliary input formats: NetCDF (CF), VTK ImageData, PNG maps, CSV gauge and
- * hydrograph files, and a small JSON writer for summary.json. Every writer writes to a temporary
- * file and renames it, so a failed run leaves no partial file. */
+/* Output and auxiliary input formats: NetCDF (CF), VTK ImageData of 2D rasters and of 2D or 3D
+ * grids, PNG maps (water depth, or any scalar field), CSV gauge and hydrograph files, and a small
+ * JSON writer for summary.json. Every writer writes to a temporary file and renames it, so a
+ * failed run leaves no partial file. */
 #ifndef TESSERA_IO_H
 #define TESSERA_IO_H
 
 #include <stdio.h>
 
 #include "tessera/error.h"
+#include "tessera/grid.h"
 #include "tessera/raster.h"
 
 #ifdef __cplusplus
@@ -32,12 +34,34 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
 ts_status ts_vti_write(const char *path, const ts_raster *geom, double time, int nvars,
                        const ts_out_var *vars);
 
+/* A vector variable for ts_vti_write_grid: components v[0], v[1], v[2] (v[2] may be NULL in 2D:
+ * written as 0), each indexed like ts_out_var values. */
+typedef struct ts_out_vector {
+  const char *name, *long_name, *units;
+  const double *v[3];
+} ts_out_vector;
+
+/* VTK XML ImageData (.vti) of a 2D or 3D grid (n[0] x n[1] x n[2] cells of size dx[], lower
+ * corner origin[]; n[2] = 1 in 2D, written as a flat image with z spacing 1): scalar CellData
+ * arrays (Float32, NaN kept) and 3-component vector CellData arrays, values indexed
+ * i + n0 * (j + n1 * k); the time as TimeValue field data. ts_vti_write writes a raster as a 2D
+ * grid through this function. */
+ts_status ts_vti_write_grid(const char *path, const ts_grid *grid, double time, int nvars,
+                            const ts_out_var *vars, int nvectors, const ts_out_vector *vectors);
+
 /* PNG map of water depth over hill-shaded terrain: bed and depth as for ts_out_var (NaN bed =
  * inactive, drawn grey), depths below `dry_depth` transparent over the terrain, a colour bar
  * from 0 to depth_max (m) with labels, and `title` (e.g. "t = 600 s") printed on the image. */
 ts_status ts_png_write_depth(const char *path, const ts_raster *geom, const double *bed,
                              const double *depth, double dry_depth, double depth_max,
                              const char *title);
+
+/* PNG map of a scalar field on nx x ny cells (values[i + j * nx], j = 0 at the bottom of the
+ * image) in the viridis colour map from vmin to vmax (values outside clamped), NaN drawn grey;
+ * `scale` pixels per cell (>= 1); a colour bar with labels of vmin and vmax and `label` (e.g.
+ * "|u| / U") above it, and `title` printed on the image (label and title may be NULL). */
+ts_status ts_png_write_field(const char *path, int nx, int ny, const double *values, double vmin,
+                             double vmax, int scale, const char *label, const char *title);
 
 /* Gauges from a CSV file with header "id,x,y" (id is text). Errors name the file and line; a
  * gauge outside `geom` is an error. Arrays are malloc'ed; free with ts_gauges_free. */

@@ -100,7 +100,10 @@ ts_status ts_halo_plan_create(ts_halo_plan **out, const ts_comm *c, const ts_hal
       halo_xfer x = {.src = s, .dst = d};
       if (!ts_box_intersect(&spec->src[s], &spec->dst[d], &x.box))
         continue;
-      x.dir = box_dir(&x.box, spec->dst_owned ? &spec->dst_owned[d] : &spec->dst[d]);
+      if (spec->src_owned)
+        x.dir = box_dir(&x.box, &spec->src_owned[s]);
+      else
+        x.dir = box_dir(&x.box, spec->dst_owned ? &spec->dst_owned[d] : &spec->dst[d]);
       x.bytes = xfer_bytes(p, &x.box, x.dir);
       if (x.bytes == 0)
         continue;

@@ -1,6 +1,7 @@
-/* PNG maps of water depth: hill-shaded bed in grey, water in a blue colour map blended over it,
- * a colour bar with labels on the right and a title, drawn with a built-in 5x7 bitmap font and
- * written with libpng's simplified API. North is up. */
+/* PNG maps: water depth (hill-shaded bed in grey, water in a blue colour map blended over it) or
+ * any scalar field (viridis colour map), with a colour bar with labels on the right and a title,
+ * drawn with a built-in 5x7 bitmap font and written with libpng's simplified API. North (row
+ * j = 0 at the bottom) is up. */
 #include "tessera/io.h"
 
 #include <math.h>
@@ -18,7 +19,10 @@ enum {
   MARGIN = 10,
   BAR_WIDTH = 20,
   MIN_BAR_HEIGHT = 150,
-  LABEL_CHARS = 9 /* room reserved for a colour bar label */
+  LABEL_CHARS = 9, /* room reserved for a colour bar label */
+  BAR_PANEL_WIDTH = BAR_WIDTH + 8 + LABEL_CHARS * GLYPH_ADVANCE, /* colour bar and its labels */
+  BAR_HEADER = GLYPH_H * TEXT_SCALE + 2 * MARGIN, /* room for a text line above a colour bar */
+  MAX_MAP_SIZE = 20000                            /* pixels along either side of a map */
 };
 
 static const double WATER_ALPHA = 0.85;
@@ -103,6 +107,7 @@ static const glyph font[] = {
     {',', {0x00, 0x00, 0x00, 0x00, 0x0c, 0x04, 0x08}},
     {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1f}},
     {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
+    {'|', {0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
 };
 
 typedef struct image {
@@ -113,6 +118,9 @@ typedef struct image {
 typedef struct colour {
   unsigned char r, g, b;
 } colour;
+
+static const colour white = {255, 255, 255}, black = {0, 0, 0};
+static const colour no_data = {232, 232, 232}; /* inactive cells and NaN values */
 
 static void put_pixel(image *im, int x, int y, colour c) {
   if (x < 0 || y < 0 || x >= im->width || y >= im->height)
@@ -158,11 +166,32 @@ static colour mix(colour a, colour b, double t) {
   return m;
 }
 
+/* A colour map: the colour of t in 0..1. */
+typedef colour (*colour_map)(double t);
+
+/* Linear interpolation between n >= 2 evenly spaced colour stops over 0..1 (t clamped). */
+static colour ramp(const colour *stops, int n, double t) {
+  t = t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t;
+  double s = t * (n - 1);
+  int k = s < n - 1 ? (int)s : n - 2;
+  return mix(stops[k], stops[k + 1], s - k);
+}
+
 /* Blue colour map over 0..1: light cyan, mid blue, dark blue. */
 static colour depth_colour(double t) {
   static const colour stops[3] = {{190, 245, 255}, {40, 130, 230}, {5, 20, 110}};
-  t = t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t;
-  return t < 0.5 ? mix(stops[0], stops[1], 2.0 * t) : mix(stops[1], stops[2], 2.0 * t - 1.0);
+  return ramp(stops, 3, t);
+}
+
+/* Matplotlib's perceptually uniform viridis map over 0..1 (dark blue, green, yellow), sampled
+ * at 17 points (within 6/255 of the 256-entry table). */
+static colour viridis(double t) {
+  static const colour stops[17] = {{68, 1, 84},    {72, 24, 106},  {71, 45, 123},  {66, 64, 134},
+                                   {59, 82, 139},  {51, 99, 141},  {44, 114, 142}, {38, 129, 142},
+                                   {33, 144, 140}, {31, 159, 136}, {40, 174, 128}, {62, 188, 116},
+                                   {93, 201, 99},  {130, 211, 76}, {171, 220, 50}, {213, 226, 26},
+                                   {253, 231, 37}};
+  return ramp(stops, 17, t);
 }
 
 /* Bed slope along one axis by central differences, one-sided next to edges or inactive cells. */
@@ -196,38 +225,75 @@ static colour hill_shade(const ts_raster *geom, const double *bed, int i, int j)
 
 static colour cell_colour(const ts_raster *geom, const double *bed, const double *depth,
                           double dry_depth, double depth_max, int i, int j) {
-  static const colour inactive = {232, 232, 232};
   size_t c = (size_t)i + (size_t)j * geom->ncols;
   if (isnan(bed[c]))
-    return inactive;
+    return no_data;
   colour shade = hill_shade(geom, bed, i, j);
   if (!(depth[c] > dry_depth))
     return shade;
   return mix(shade, depth_colour(depth[c] / depth_max), WATER_ALPHA);
 }
 
-static void draw_colour_bar(image *im, int x0, int y0, int height, double depth_max) {
-  static const colour black = {0, 0, 0};
+/* A white image with a map of nx x ny cells at `scale` pixels per cell in its top-left corner
+ * (row j = 0 at the bottom) and, on its right, a panel `panel_width` pixels wide holding a colour
+ * bar with `header` pixels kept free above it. */
+typedef struct map_image {
+  image im;
+  int ny, scale;
+  int bar_x, bar_y, bar_height;
+} map_image;
+
+static ts_status map_image_create(map_image *m, const char *path, int nx, int ny, int scale,
+                                  int panel_width, int header) {
+  if ((long long)nx * scale > MAX_MAP_SIZE || (long long)ny * scale > MAX_MAP_SIZE)
+    return ts_error(TS_ERR_INPUT, "%s: grid of %d x %d cells is too large for a PNG map", path, nx,
+                    ny);
+  int map_w = nx * scale, map_h = ny * scale;
+  int min_height = MIN_BAR_HEIGHT + 4 * MARGIN + header;
+  m->ny = ny;
+  m->scale = scale;
+  m->bar_x = map_w + MARGIN + 2;
+  m->bar_height = map_h * 6 / 10 > MIN_BAR_HEIGHT ? map_h * 6 / 10 : MIN_BAR_HEIGHT;
+  m->im.width = m->bar_x + panel_width + MARGIN;
+  m->im.height = map_h > min_height ? map_h : min_height;
+  m->bar_y = header + (m->im.height - header - m->bar_height) / 2;
+  m->im.rgb = malloc((size_t)m->im.width * m->im.height * 3);
+  if (!m->im.rgb)
+    return ts_error(TS_ERR_NOMEM, "%s: out of memory for a %d x %d image", path, m->im.width,
+                    m->im.height);
+  fill_rect(&m->im, 0, 0, m->im.width, m->im.height, white);
+  return TS_OK;
+}
+
+static void fill_cell(map_image *m, int i, int j, colour c) {
+  fill_rect(&m->im, i * m->scale, (m->ny - 1 - j) * m->scale, m->scale, m->scale, c);
+}
+
+/* Colour bar of `map` from vmin at the bottom to vmax at the top, framed, with nticks >= 2
+ * evenly spaced ticks labelled with their value followed by `units`. */
+static void draw_colour_bar(map_image *m, colour_map map, double vmin, double vmax, int nticks,
+                            const char *units) {
+  image *im = &m->im;
+  int x0 = m->bar_x, y0 = m->bar_y, height = m->bar_height;
   for (int y = 0; y < height; y++) {
-    colour c = depth_colour(1.0 - (double)y / (height - 1));
+    colour c = map(1.0 - (double)y / (height - 1));
     fill_rect(im, x0, y0 + y, BAR_WIDTH, 1, c);
   }
   fill_rect(im, x0 - 1, y0 - 1, BAR_WIDTH + 2, 1, black);
   fill_rect(im, x0 - 1, y0 + height, BAR_WIDTH + 2, 1, black);
   fill_rect(im, x0 - 1, y0 - 1, 1, height + 2, black);
   fill_rect(im, x0 + BAR_WIDTH, y0 - 1, 1, height + 2, black);
-  for (int tick = 0; tick <= 2; tick++) {
-    double value = depth_max * tick / 2.0;
-    int y = y0 + (int)lround((height - 1) * (1.0 - tick / 2.0));
+  for (int tick = 0; tick < nticks; tick++) {
+    double value = vmin + (vmax - vmin) * tick / (nticks - 1);
+    int y = y0 + (int)lround((height - 1) * (1.0 - (double)tick / (nticks - 1)));
     char label[32];
-    snprintf(label, sizeof label, "%.3g m", value);
+    snprintf(label, sizeof label, "%.3g%s", value, units);
     fill_rect(im, x0 + BAR_WIDTH, y, 5, 1, black);
     draw_text(im, x0 + BAR_WIDTH + 8, y - GLYPH_H * TEXT_SCALE / 2, label, black);
   }
 }
 
 static void draw_title(image *im, const char *title) {
-  static const colour white = {255, 255, 255}, black = {0, 0, 0};
   if (!title || !*title)
     return;
   int pad = 4;
@@ -236,50 +302,22 @@ static void draw_title(image *im, const char *title) {
   draw_text(im, MARGIN, MARGIN, title, black);
 }
 
-ts_status ts_png_write_depth(const char *path, const ts_raster *geom, const double *bed,
-                             const double *depth, double dry_depth, double depth_max,
-                             const char *title) {
-  static const colour white = {255, 255, 255};
-  int nx = geom->ncols, ny = geom->nrows;
-  if (!(depth_max > 0.0) || !isfinite(depth_max))
-    return ts_error(TS_ERR_INPUT, "%s: depth_max %g must be positive", path, depth_max);
-  int scale = nx >= MIN_WIDTH_UNSCALED ? 1 : (TARGET_WIDTH + nx - 1) / nx;
-  if ((long long)nx * scale > 20000 || (long long)ny * scale > 20000)
-    return ts_error(TS_ERR_INPUT, "%s: grid of %d x %d cells is too large for a PNG map", path, nx,
-                    ny);
-  int map_w = nx * scale, map_h = ny * scale;
-  int bar_x = map_w + MARGIN + 2;
-  image im = {bar_x + BAR_WIDTH + 8 + LABEL_CHARS * GLYPH_ADVANCE + MARGIN,
-              map_h > MIN_BAR_HEIGHT + 4 * MARGIN ? map_h : MIN_BAR_HEIGHT + 4 * MARGIN, NULL};
-  im.rgb = malloc((size_t)im.width * im.height * 3);
-  if (!im.rgb)
-    return ts_error(TS_ERR_NOMEM, "%s: out of memory for a %d x %d image", path, im.width,
-                    im.height);
-  fill_rect(&im, 0, 0, im.width, im.height, white);
-  for (int j = 0; j < ny; j++) {
-    int top = (ny - 1 - j) * scale;
-    for (int i = 0; i < nx; i++)
-      fill_rect(&im, i * scale, top, scale, scale,
-                cell_colour(geom, bed, depth, dry_depth, depth_max, i, j));
-  }
-  int bar_height = map_h * 6 / 10 > MIN_BAR_HEIGHT ? map_h * 6 / 10 : MIN_BAR_HEIGHT;
-  draw_colour_bar(&im, bar_x, (im.height - bar_height) / 2, bar_height, depth_max);
-  draw_title(&im, title);
-
+/* Writes the image as an RGB PNG through a temporary file and frees its pixels. */
+static ts_status write_png(const char *path, image *im) {
   char tmp_path[4096];
   FILE *f = ts_open_temp(path, tmp_path, sizeof tmp_path);
   if (!f) {
-    free(im.rgb);
+    free(im->rgb);
     return TS_ERR_IO;
   }
   png_image png;
   memset(&png, 0, sizeof png);
   png.version = PNG_IMAGE_VERSION;
-  png.width = (png_uint_32)im.width;
-  png.height = (png_uint_32)im.height;
+  png.width = (png_uint_32)im->width;
+  png.height = (png_uint_32)im->height;
   png.format = PNG_FORMAT_RGB;
-  int written = png_image_write_to_stdio(&png, f, 0, im.rgb, 0, NULL);
-  free(im.rgb);
+  int written = png_image_write_to_stdio(&png, f, 0, im->rgb, 0, NULL);
+  free(im->rgb);
   if (!written) {
     ts_status status = ts_error(TS_ERR_IO, "%s: cannot write PNG: %s", path, png.message);
     fclose(f);
@@ -288,4 +326,48 @@ ts_status ts_png_write_depth(const char *path, const ts_raster *geom, const doub
     return status;
   }
   return ts_commit_temp(f, tmp_path, path);
+}
+
+ts_status ts_png_write_depth(const char *path, const ts_raster *geom, const double *bed,
+                             const double *depth, double dry_depth, double depth_max,
+                             const char *title) {
+  int nx = geom->ncols, ny = geom->nrows;
+  if (!(depth_max > 0.0) || !isfinite(depth_max))
+    return ts_error(TS_ERR_INPUT, "%s: depth_max %g must be positive", path, depth_max);
+  int scale = nx >= MIN_WIDTH_UNSCALED ? 1 : (TARGET_WIDTH + nx - 1) / nx;
+  map_image m;
+  TS_CALL(map_image_create(&m, path, nx, ny, scale, BAR_PANEL_WIDTH, 0));
+  for (int j = 0; j < ny; j++)
+    for (int i = 0; i < nx; i++)
+      fill_cell(&m, i, j, cell_colour(geom, bed, depth, dry_depth, depth_max, i, j));
+  draw_colour_bar(&m, depth_colour, 0.0, depth_max, 3, " m");
+  draw_title(&m.im, title);
+  return write_png(path, &m.im);
+}
+
+ts_status ts_png_write_field(const char *path, int nx, int ny, const double *values, double vmin,
+                             double vmax, int scale, const char *label, const char *title) {
+  if (nx < 1 || ny < 1 || scale < 1)
+    return ts_error(TS_ERR_INPUT,
+                    "%s: a map of %d x %d cells at %d pixels per cell: all must be positive", path,
+                    nx, ny, scale);
+  if (!isfinite(vmin) || !isfinite(vmax) || !(vmax > vmin))
+    return ts_error(TS_ERR_INPUT, "%s: colour range %g .. %g must be finite and increasing", path,
+                    vmin, vmax);
+  int has_label = label && *label;
+  int panel_width = BAR_PANEL_WIDTH;
+  if (has_label && text_width(label) > panel_width)
+    panel_width = text_width(label);
+  map_image m;
+  TS_CALL(map_image_create(&m, path, nx, ny, scale, panel_width, has_label ? BAR_HEADER : 0));
+  for (int j = 0; j < ny; j++)
+    for (int i = 0; i < nx; i++) {
+      double v = values[(size_t)i + (size_t)j * nx];
+      fill_cell(&m, i, j, isnan(v) ? no_data : viridis((v - vmin) / (vmax - vmin)));
+    }
+  draw_colour_bar(&m, viridis, vmin, vmax, 2, "");
+  if (has_label)
+    draw_text(&m.im, m.bar_x, m.bar_y - BAR_HEADER, label, black);
+  draw_title(&m.im, title);
+  return write_png(path, &m.im);
 }

@@ -1,6 +1,7 @@
-/* VTK XML ImageData (.vti) output for ParaView: the grid as an image of cells, one Float32
- * CellData array per variable stored inline as base64 (UInt32 byte-count header, then data),
- * and the simulation time as TimeValue field data. */
+/* VTK XML ImageData (.vti) output for ParaView: a 2D or 3D grid as an image of cells, one Float32
+ * CellData array per scalar variable and one 3-component Float32 array per vector variable,
+ * stored inline as base64 (UInt32 byte-count header, then data), and the simulation time as
+ * TimeValue field data. 2D rasters are written as flat 2D grids. */
 #include "tessera/io.h"
 
 #include <stdint.h>
@@ -47,12 +48,36 @@ static int host_is_little_endian(void) {
   return first == 1;
 }
 
-ts_status ts_vti_write(const char *path, const ts_raster *geom, double time, int nvars,
-                       const ts_out_var *vars) {
-  size_t cells = (size_t)geom->ncols * (size_t)geom->nrows;
-  if (cells * sizeof(float) > UINT32_MAX)
+/* Writes one Float32 CellData array of `cells` tuples of ncomp components. */
+static void write_cell_array(FILE *f, const char *name, int ncomp, const float *values,
+                             size_t cells) {
+  uint32_t byte_count = (uint32_t)(cells * (size_t)ncomp * sizeof *values);
+  fprintf(f, "        <DataArray type=\"Float32\" Name=\"");
+  write_xml_escaped(f, name);
+  if (ncomp > 1)
+    fprintf(f, "\" NumberOfComponents=\"%d", ncomp);
+  fprintf(f, "\" format=\"binary\">\n          ");
+  write_base64(f, (const unsigned char *)&byte_count, sizeof byte_count);
+  write_base64(f, (const unsigned char *)values, byte_count);
+  fprintf(f, "\n        </DataArray>\n");
+}
+
+ts_status ts_vti_write_grid(const char *path, const ts_grid *grid, double time, int nvars,
+                            const ts_out_var *vars, int nvectors, const ts_out_vector *vectors) {
+  const int *n = grid->n;
+  int dim = grid->dim;
+  if ((dim != 2 && dim != 3) || n[0] < 1 || n[1] < 1 || n[2] < 1 || (dim == 2 && n[2] != 1))
+    return ts_error(TS_ERR_INPUT, "%s: cannot write a %dD grid of %d x %d x %d cells", path, dim,
+                    n[0], n[1], n[2]);
+  for (int k = 0; k < nvectors; k++)
+    if (!vectors[k].v[0] || !vectors[k].v[1] || (dim == 3 && !vectors[k].v[2]))
+      return ts_error(TS_ERR_INPUT, "%s: vector '%s' lacks a component of the %dD grid", path,
+                      vectors[k].name, dim);
+  size_t cells = (size_t)ts_grid_cells(grid);
+  int max_comp = nvectors > 0 ? 3 : 1;
+  if (cells * (size_t)max_comp * sizeof(float) > UINT32_MAX)
     return ts_error(TS_ERR_INPUT, "%s: grid too large for a VTK UInt32 header", path);
-  float *values = malloc(cells * sizeof *values);
+  float *values = malloc(cells * (size_t)max_comp * sizeof *values);
   if (!values)
     return ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
   char tmp_path[4096];
@@ -61,34 +86,39 @@ ts_status ts_vti_write(const char *path, const ts_raster *geom, double time, int
     free(values);
     return TS_ERR_IO;
   }
+  /* A 2D grid is a flat image: no cells along z, unit z spacing. */
+  int nz = dim == 3 ? n[2] : 0;
+  double dz = dim == 3 ? grid->dx[2] : 1.0;
   fprintf(f, "<?xml version=\"1.0\"?>\n");
   fprintf(f,
           "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"%s\" "
           "header_type=\"UInt32\">\n",
           host_is_little_endian() ? "LittleEndian" : "BigEndian");
   fprintf(f,
-          "  <ImageData WholeExtent=\"0 %d 0 %d 0 0\" Origin=\"%.17g %.17g 0\" "
-          "Spacing=\"%.17g %.17g 1\">\n",
-          geom->ncols, geom->nrows, geom->xll, geom->yll, geom->cellsize, geom->cellsize);
+          "  <ImageData WholeExtent=\"0 %d 0 %d 0 %d\" Origin=\"%.17g %.17g %.17g\" "
+          "Spacing=\"%.17g %.17g %.17g\">\n",
+          n[0], n[1], nz, grid->origin[0], grid->origin[1], grid->origin[2], grid->dx[0],
+          grid->dx[1], dz);
   fprintf(f, "    <FieldData>\n");
   fprintf(f,
           "      <DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" "
           "format=\"ascii\">%.17g</DataArray>\n",
           time);
   fprintf(f, "    </FieldData>\n");
-  fprintf(f, "    <Piece Extent=\"0 %d 0 %d 0 0\">\n", geom->ncols, geom->nrows);
+  fprintf(f, "    <Piece Extent=\"0 %d 0 %d 0 %d\">\n", n[0], n[1], nz);
   fprintf(f, "      <PointData>\n      </PointData>\n");
   fprintf(f, "      <CellData>\n");
-  uint32_t byte_count = (uint32_t)(cells * sizeof(float));
   for (int k = 0; k < nvars; k++) {
     for (size_t c = 0; c < cells; c++)
       values[c] = (float)vars[k].v[c];
-    fprintf(f, "        <DataArray type=\"Float32\" Name=\"");
-    write_xml_escaped(f, vars[k].name);
-    fprintf(f, "\" format=\"binary\">\n          ");
-    write_base64(f, (const unsigned char *)&byte_count, sizeof byte_count);
-    write_base64(f, (const unsigned char *)values, cells * sizeof *values);
-    fprintf(f, "\n        </DataArray>\n");
+    write_cell_array(f, vars[k].name, 1, values, cells);
+  }
+  for (int k = 0; k < nvectors; k++) {
+    const double *const *v = vectors[k].v;
+    for (size_t c = 0; c < cells; c++)
+      for (int a = 0; a < 3; a++)
+        values[3 * c + a] = v[a] ? (float)v[a][c] : 0.0f;
+    write_cell_array(f, vectors[k].name, 3, values, cells);
   }
   fprintf(f, "      </CellData>\n");
   fprintf(f, "    </Piece>\n");
@@ -96,4 +126,10 @@ ts_status ts_vti_write(const char *path, const ts_raster *geom, double time, int
   fprintf(f, "</VTKFile>\n");
   free(values);
   return ts_commit_temp(f, tmp_path, path);
+}
+
+ts_status ts_vti_write(const char *path, const ts_raster *geom, double time, int nvars,
+                       const ts_out_var *vars) {
+  ts_grid grid = ts_grid_2d(geom->ncols, geom->nrows, geom->cellsize, geom->xll, geom->yll);
+  return ts_vti_write_grid(path, &grid, time, nvars, vars, 0, NULL);
 }

@@ -1,10 +1,12 @@
-/* Unit tests of the output and auxiliary input formats: NetCDF, VTI, PNG, gauge and time-series
- * CSV files, the JSON writer and the temporary-file helpers. */
+/* Unit tests of the output and auxiliary input formats: NetCDF, VTI (2D rasters, 2D and 3D grids
+ * with vector arrays, decoded back from base64), PNG (depth and scalar field maps, read back with
+ * libpng), gauge and time-series CSV files, the JSON writer and the temporary-file helpers. */
 #include "tessera/io.h"
 
 #include <math.h>
 #include <netcdf.h>
 #include <png.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +113,157 @@ static void test_vti(void) {
   free(text);
 }
 
+/* Decodes base64 text of `length` characters (stopping at '=' padding) into out; returns the
+ * number of bytes, or -1 on a character outside the base64 alphabet. */
+static long decode_base64(const char *text, size_t length, unsigned char *out) {
+  static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  long n = 0;
+  unsigned bits = 0, count = 0;
+  for (size_t k = 0; k < length && text[k] != '='; k++) {
+    const char *digit = text[k] ? strchr(digits, text[k]) : NULL;
+    if (!digit)
+      return -1;
+    bits = (bits << 6 | (unsigned)(digit - digits)) & 0xffffu;
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out[n++] = (unsigned char)(bits >> count);
+    }
+  }
+  return n;
+}
+
+/* Reads the binary DataArray `name` of a .vti file's text: its NumberOfComponents (1 when
+ * absent) and its Float32 values, base64 encoded as a UInt32 byte count on its own and then the
+ * data. Returns the number of values, or -1 if the array is missing or malformed. */
+static int read_vti_array(const char *text, const char *name, int *ncomp, float *values, int max) {
+  char key[64];
+  snprintf(key, sizeof key, "Name=\"%s\"", name);
+  const char *tag = text ? strstr(text, key) : NULL;
+  const char *end = tag ? strchr(tag, '>') : NULL;
+  if (!end)
+    return -1;
+  const char *components = strstr(tag, "NumberOfComponents=\"");
+  *ncomp = components && components < end ? atoi(components + strlen("NumberOfComponents=\"")) : 1;
+  const char *data = end + 1 + strspn(end + 1, " \n");
+  unsigned char header[6];
+  uint32_t bytes;
+  if (decode_base64(data, 8, header) != 4)
+    return -1;
+  memcpy(&bytes, header, sizeof bytes);
+  data += 8;
+  if (bytes > max * sizeof(float) ||
+      decode_base64(data, strcspn(data, "\n<"), (unsigned char *)values) != (long)bytes)
+    return -1;
+  return (int)(bytes / sizeof(float));
+}
+
+static void test_vti_grid_3d(void) {
+  enum { NX = 3, NY = 2, NZ = 2, CELLS = NX * NY * NZ, NAN_CELL = 1 + NX * (1 + NY * 1) };
+  ts_grid grid = {3, {NX, NY, NZ}, {0.5, 0.25, 2.0}, {-1.0, 2.0, 0.5}};
+  double rho[CELLS], ux[CELLS], uy[CELLS], uz[CELLS];
+  for (int k = 0; k < NZ; k++)
+    for (int j = 0; j < NY; j++)
+      for (int i = 0; i < NX; i++) {
+        int c = i + NX * (j + NY * k);
+        rho[c] = 100 * k + 10 * j + i + 0.5;
+        ux[c] = i;
+        uy[c] = -0.25 * j;
+        uz[c] = 0.125 * k + 1e-3;
+      }
+  rho[NAN_CELL] = NAN; /* cell (1, 1, 1) */
+  ts_out_var vars[1] = {{"rho", "density", "1", rho}};
+  ts_out_vector vectors[1] = {{"u", "velocity", "m s-1", {ux, uy, uz}}};
+  CHECK(ts_vti_write_grid("io_grid3d.vti", &grid, 2.5, 1, vars, 1, vectors) == TS_OK,
+        "3D VTI written: %s", ts_error_message());
+  CHECK(!file_exists("io_grid3d.vti.tmp"), "no 3D VTI temporary file left");
+  char *text = read_file("io_grid3d.vti");
+  CHECK(text && strstr(text, "WholeExtent=\"0 3 0 2 0 2\"") &&
+            strstr(text, "<Piece Extent=\"0 3 0 2 0 2\">"),
+        "3D WholeExtent and Piece Extent count points");
+  CHECK(text && strstr(text, "Origin=\"-1 2 0.5\" Spacing=\"0.5 0.25 2\""), "3D Origin, Spacing");
+  CHECK(text && strstr(text, "Name=\"TimeValue\"") && strstr(text, ">2.5</DataArray>"),
+        "3D TimeValue field data");
+  CHECK(text && strstr(text, "<DataArray type=\"Float32\" Name=\"rho\" format=\"binary\">") &&
+            strstr(text, "<DataArray type=\"Float32\" Name=\"u\" NumberOfComponents=\"3\" "
+                         "format=\"binary\">"),
+        "scalar array rho and 3-component array u");
+  float values[3 * CELLS + 1];
+  int ncomp = 0;
+  int count = read_vti_array(text, "rho", &ncomp, values, 3 * CELLS + 1);
+  int same = count == CELLS && ncomp == 1;
+  for (int c = 0; same && c < CELLS; c++)
+    same = c == NAN_CELL ? isnan(values[c]) : values[c] == (float)rho[c];
+  CHECK(same, "rho decodes to 12 values, i + n0 * (j + n1 * k) order, NaN kept (%d values)", count);
+  count = read_vti_array(text, "u", &ncomp, values, 3 * CELLS + 1);
+  same = count == 3 * CELLS && ncomp == 3;
+  for (int c = 0; same && c < CELLS; c++)
+    same = values[3 * c] == (float)ux[c] && values[3 * c + 1] == (float)uy[c] &&
+           values[3 * c + 2] == (float)uz[c];
+  CHECK(same, "u decodes to 12 interleaved (x, y, z) tuples (%d values)", count);
+  free(text);
+
+  ts_grid flat = {2, {NX, NY, 2}, {1, 1, 1}, {0, 0, 0}};
+  CHECK(ts_vti_write_grid("io_bad.vti", &flat, 0, 1, vars, 0, NULL) == TS_ERR_INPUT &&
+            strstr(ts_error_message(), "io_bad.vti: cannot write a 2D grid of 3 x 2 x 2 cells"),
+        "2D grid with n[2] = 2 rejected: %s", ts_error_message());
+  vectors[0].v[2] = NULL;
+  CHECK(ts_vti_write_grid("io_bad.vti", &grid, 0, 0, NULL, 1, vectors) == TS_ERR_INPUT &&
+            strstr(ts_error_message(), "io_bad.vti: vector 'u' lacks a component of the 3D grid"),
+        "3D vector without z component rejected: %s", ts_error_message());
+  CHECK(!file_exists("io_bad.vti"), "no file written for a rejected grid");
+}
+
+static void test_vti_grid_2d(void) {
+  enum { NX = 3, NY = 2, CELLS = NX * NY };
+  ts_grid grid = ts_grid_2d(NX, NY, 0.5, 10.0, -4.0);
+  double p[CELLS], ux[CELLS], uy[CELLS];
+  for (int c = 0; c < CELLS; c++) {
+    p[c] = 1.0 / (c + 1);
+    ux[c] = 0.5 * c;
+    uy[c] = -2.0 * c;
+  }
+  ts_out_var vars[1] = {{"p", "pressure", "Pa", p}};
+  ts_out_vector vectors[1] = {{"u", "velocity", "m s-1", {ux, uy, NULL}}};
+  CHECK(ts_vti_write_grid("io_grid2d.vti", &grid, 0.0, 1, vars, 1, vectors) == TS_OK,
+        "2D VTI written: %s", ts_error_message());
+  char *text = read_file("io_grid2d.vti");
+  CHECK(text && strstr(text, "WholeExtent=\"0 3 0 2 0 0\""), "2D grid is a flat image");
+  CHECK(text && strstr(text, "Origin=\"10 -4 0\" Spacing=\"0.5 0.5 1\""), "2D Origin, Spacing");
+  float values[3 * CELLS + 1];
+  int ncomp = 0;
+  int count = read_vti_array(text, "p", &ncomp, values, 3 * CELLS + 1);
+  int same = count == CELLS && ncomp == 1;
+  for (int c = 0; same && c < CELLS; c++)
+    same = values[c] == (float)p[c];
+  CHECK(same, "2D p decodes to 6 values (%d values)", count);
+  count = read_vti_array(text, "u", &ncomp, values, 3 * CELLS + 1);
+  same = count == 3 * CELLS && ncomp == 3;
+  for (int c = 0; same && c < CELLS; c++)
+    same = values[3 * c] == (float)ux[c] && values[3 * c + 1] == (float)uy[c] &&
+           values[3 * c + 2] == 0.0f;
+  CHECK(same, "2D u decodes to (x, y, 0) tuples (%d values)", count);
+  free(text);
+}
+
+/* Reads a PNG file as 8-bit RGB with libpng; returns the malloc'ed pixels (NULL on failure). */
+static unsigned char *read_png_rgb(const char *path, unsigned *width, unsigned *height) {
+  png_image image;
+  memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&image, path))
+    return NULL;
+  image.format = PNG_FORMAT_RGB;
+  unsigned char *rgb = malloc(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, NULL, rgb, 0, NULL)) {
+    free(rgb);
+    return NULL;
+  }
+  *width = image.width;
+  *height = image.height;
+  return rgb;
+}
+
 static void test_png(void) {
   enum { NX = 50, NY = 30 };
   ts_raster geom = {NX, NY, 0.0, 0.0, 5.0, -9999.0, NULL};
@@ -123,19 +276,16 @@ static void test_png(void) {
   bed[(NX - 1) + (NY - 1) * NX] = NAN; /* north-east corner inactive */
   CHECK(ts_png_write_depth("io_map.png", &geom, bed, depth, 1e-3, 4.0, "t = 600 s") == TS_OK,
         "PNG written: %s", ts_error_message());
-  png_image image;
-  memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  CHECK(png_image_begin_read_from_file(&image, "io_map.png"), "PNG re-read with libpng");
+  unsigned width = 0, height = 0;
+  unsigned char *rgb = read_png_rgb("io_map.png", &width, &height);
+  CHECK(rgb != NULL, "PNG re-read with libpng");
   /* 50 cells scaled 12x to 600 px, plus the colour bar panel (158 px). */
-  CHECK(image.width == 758 && image.height == 360, "PNG size %u x %u (758 x 360)", image.width,
-        image.height);
-  image.format = PNG_FORMAT_RGB;
-  unsigned char *rgb = malloc(PNG_IMAGE_SIZE(image));
-  CHECK(png_image_finish_read(&image, NULL, rgb, 0, NULL), "PNG pixels decoded");
-  const unsigned char *wet = rgb + 3 * (200 * image.width + 30);     /* cell (2, 13): wet */
-  const unsigned char *dry = rgb + 3 * (200 * image.width + 300);    /* cell (25, 13): dry */
-  const unsigned char *inactive = rgb + 3 * (5 * image.width + 595); /* north-east cell */
+  CHECK(width == 758 && height == 360, "PNG size %u x %u (758 x 360)", width, height);
+  if (!rgb)
+    return;
+  const unsigned char *wet = rgb + 3 * (200 * width + 30);     /* cell (2, 13): wet */
+  const unsigned char *dry = rgb + 3 * (200 * width + 300);    /* cell (25, 13): dry */
+  const unsigned char *inactive = rgb + 3 * (5 * width + 595); /* north-east cell */
   CHECK(wet[2] > wet[0] + 60, "wet cell is blue (%d %d %d)", wet[0], wet[1], wet[2]);
   CHECK(dry[0] == dry[1] && dry[1] == dry[2] && dry[0] < 220, "dry cell is a grey shade (%d)",
         dry[0]);
@@ -147,11 +297,62 @@ static void test_png(void) {
   ts_raster wide = {WIDE, 4, 0.0, 0.0, 1.0, -9999.0, NULL};
   CHECK(ts_png_write_depth("io_wide.png", &wide, wide_bed, wide_depth, 1e-3, 1.0, "wide") == TS_OK,
         "PNG of a wide grid written");
-  memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  CHECK(png_image_begin_read_from_file(&image, "io_wide.png") && image.width == WIDE + 158,
-        "wide grid drawn at one pixel per cell (%u px)", image.width);
-  png_image_free(&image);
+  rgb = read_png_rgb("io_wide.png", &width, &height);
+  CHECK(rgb && width == WIDE + 158, "wide grid drawn at one pixel per cell (%u px)", width);
+  free(rgb);
+}
+
+static void test_png_field(void) {
+  enum { NX = 4, NY = 3, SCALE = 20 };
+  double values[NX * NY];
+  for (int c = 0; c < NX * NY; c++)
+    values[c] = 0.5;
+  values[0 + 0 * NX] = -1.0; /* vmin, bottom left */
+  values[1 + 0 * NX] = NAN;
+  values[2 + 0 * NX] = -7.0; /* below vmin: clamped */
+  values[3 + 2 * NX] = 2.0;  /* vmax, top right */
+  values[2 + 2 * NX] = 9.0;  /* above vmax: clamped */
+  CHECK(ts_png_write_field("io_field.png", NX, NY, values, -1.0, 2.0, SCALE, "|u| / U", "t=1") ==
+            TS_OK,
+        "field PNG written: %s", ts_error_message());
+  CHECK(!file_exists("io_field.png.tmp"), "no field PNG temporary file left");
+  unsigned width = 0, height = 0;
+  unsigned char *rgb = read_png_rgb("io_field.png", &width, &height);
+  CHECK(rgb != NULL, "field PNG re-read with libpng");
+  /* An 80 x 60 px map, then the colour bar panel (158 px); the height fits the bar and label. */
+  CHECK(width == 238 && height == 224, "field PNG size %u x %u (238 x 224)", width, height);
+  if (!rgb)
+    return;
+  static const struct {
+    int i, j;
+    unsigned char r, g, b;
+    const char *what;
+  } cells[] = {
+      {0, 0, 68, 1, 84, "vmin cell is the low end of viridis"},
+      {2, 0, 68, 1, 84, "cell below vmin is clamped to the low end"},
+      {1, 0, 232, 232, 232, "NaN cell is grey"},
+      {3, 2, 253, 231, 37, "vmax cell (top right) is the high end of viridis"},
+      {2, 2, 253, 231, 37, "cell above vmax is clamped to the high end"},
+  };
+  for (size_t k = 0; k < sizeof cells / sizeof cells[0]; k++) {
+    int x = cells[k].i * SCALE + SCALE / 2, y = (NY - 1 - cells[k].j) * SCALE + SCALE / 2;
+    const unsigned char *p = rgb + 3 * ((size_t)y * width + x);
+    CHECK(p[0] == cells[k].r && p[1] == cells[k].g && p[2] == cells[k].b, "%s (%d %d %d)",
+          cells[k].what, p[0], p[1], p[2]);
+  }
+  free(rgb);
+
+  CHECK(ts_png_write_field("io_bad.png", NX, NY, values, 1.0, 1.0, 1, NULL, NULL) == TS_ERR_INPUT &&
+            strstr(ts_error_message(), "io_bad.png: colour range 1 .. 1 must be finite"),
+        "empty colour range rejected: %s", ts_error_message());
+  CHECK(ts_png_write_field("io_bad.png", NX, NY, values, 0.0, 1.0, 0, NULL, NULL) == TS_ERR_INPUT &&
+            strstr(ts_error_message(), "io_bad.png: a map of 4 x 3 cells at 0 pixels per cell"),
+        "scale 0 rejected: %s", ts_error_message());
+  CHECK(ts_png_write_field("no_such_dir/field.png", NX, NY, values, 0.0, 1.0, 1, NULL, NULL) ==
+                TS_ERR_IO &&
+            strstr(ts_error_message(), "no_such_dir/field.png: cannot write"),
+        "field PNG into a missing directory: %s", ts_error_message());
+  CHECK(!file_exists("io_bad.png"), "no file written for rejected field maps");
 }
 
 static void test_gauges(void) {
@@ -287,7 +488,10 @@ static void test_temp_files(void) {
 int main(void) {
   test_netcdf();
   test_vti();
+  test_vti_grid_3d();
+  test_vti_grid_2d();
   test_png();
+  test_png_field();
   test_gauges();
   test_series();
   test_json();

@@ -296,37 +296,6 @@ static ts_status read_formats(swe_case *k) {
 }
 
 /* Creates the output directory (and parents) and checks that a file can be written in it. */
-static ts_status prepare_out_dir(const char *dir) {
-  char path[4096];
-  if (!dir[0])
-    return ts_error(TS_ERR_INPUT, "the output directory name is empty");
-  if (strlen(dir) >= sizeof path - 32)
-    return ts_error(TS_ERR_INPUT, "%.64s...: output directory name too long", dir);
-  snprintf(path, sizeof path, "%s", dir);
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return ts_error(TS_ERR_INPUT, "%s: cannot create the output directory: %s", path,
-                      strerror(errno));
-    *p = '/';
-  }
-  if (mkdir(path, 0777) != 0 && errno != EEXIST)
-    return ts_error(TS_ERR_INPUT, "%s: cannot create the output directory: %s", dir,
-                    strerror(errno));
-  struct stat sb;
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return ts_error(TS_ERR_INPUT, "%s: the output directory is not a directory", dir);
-  snprintf(path, sizeof path, "%s/.tessera_write_probe", dir);
-  FILE *f = fopen(path, "w");
-  if (!f)
-    return ts_error(TS_ERR_INPUT, "%s: the output directory is not writable: %s", dir,
-                    strerror(errno));
-  fclose(f);
-  remove(path);
-  return TS_OK;
-}
 
 /* [parallel]: backend, devices, subdomains, decomposition, ghost_expansion, early_exit, overlap,
  * transport. */
@@ -354,36 +323,11 @@ static ts_status read_parallel(swe_case *k) {
         p++;
     }
   }
-  TS_CALL(ts_config_string(k->cfg, "parallel", "subdomains", "auto", &v));
-  if (strcmp(v, "auto") != 0) {
-    long n;
-    TS_CALL(ts_config_int(k->cfg, "parallel", "subdomains", 0, &n));
-    if (n < 1 || n > 32767)
-      return ts_config_error(k->cfg, "parallel", "subdomains", "must be auto or in [1, 32767]");
-    par->subdomains = (int)n;
-  }
-  TS_CALL(ts_config_string(k->cfg, "parallel", "decomposition", "auto", &v));
-  static const char *const kinds[] = {"auto", "rows", "columns", "tiles"};
-  int px = 0, py = 0, found = 0;
-  char tail;
-  for (int i = 0; i < 4; i++)
-    if (strcmp(v, kinds[i]) == 0)
-      par->decomposition = (ts_decomp_kind)i, found = 1;
-  if (!found && sscanf(v, "%dx%d%c", &px, &py, &tail) == 2 && px >= 1 && py >= 1) {
-    par->decomposition = TS_DECOMP_TILES;
-    par->parts[0] = px;
-    par->parts[1] = py;
-    if (par->subdomains == 0)
-      par->subdomains = px * py;
-    else if (par->subdomains != px * py)
-      return ts_config_error(k->cfg, "parallel", "decomposition",
-                             "%d x %d tiles but [parallel] subdomains = %d", px, py,
-                             par->subdomains);
-    found = 1;
-  }
-  if (!found)
-    return ts_config_error(k->cfg, "parallel", "decomposition",
-                           "must be auto, rows, columns, tiles or PXxPY such as 2x3 (got '%s')", v);
+  int parts[3];
+  TS_CALL(ts_case_read_split(k->cfg, &par->subdomains, &par->decomposition, parts));
+  if (parts[2] > 1)
+    return ts_config_error(k->cfg, "parallel", "decomposition", "a 2D grid has no z tiles");
+  par->parts[0] = parts[0], par->parts[1] = parts[1];
   TS_CALL(ts_config_string(k->cfg, "parallel", "ghost_expansion", "1", &v));
   if (strcmp(v, "auto") == 0) {
     par->ghost_expansion = 0;
@@ -413,22 +357,16 @@ static ts_status read_parallel(swe_case *k) {
                            "%d subdomains for %d MPI ranks: every rank needs at least one", count,
                            ranks);
   ts_decomp d;
-  int n[3] = {k->bed.ncols, k->bed.nrows, 1}, parts[3] = {par->parts[0], par->parts[1], 1};
+  int n[3] = {k->bed.ncols, k->bed.nrows, 1};
+  parts[2] = 1;
   if (ts_decomp_create(&d, 2, n, count, par->decomposition, parts) != TS_OK)
     return ts_config_error(k->cfg, "parallel", key, "%s", ts_error_message());
   ts_decomp_destroy(&d);
   return TS_OK;
 }
 
-static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
-  TS_CALL(ts_config_load(&k->cfg, opt->case_path));
-  for (int i = 0; i < opt->noverrides; i++)
-    TS_CALL(ts_config_set(k->cfg, opt->overrides[i]));
-  static const char *const models[] = {"swe", NULL};
-  int model;
-  if (!ts_config_has(k->cfg, "model", "type"))
-    return ts_error(TS_ERR_INPUT, "%s: [model] type is required (type = swe)", opt->case_path);
-  TS_CALL(ts_config_choice(k->cfg, "model", "type", 0, models, &model));
+static ts_status read_case(swe_case *k, const ts_case_options *opt) {
+  TS_CALL(ts_case_load(&k->cfg, opt));
 
   if (!ts_config_has(k->cfg, "time", "end"))
     return ts_error(TS_ERR_INPUT, "%s: [time] end is required", opt->case_path);
@@ -517,21 +455,7 @@ static ts_status read_case(swe_case *k, const ts_swe_case_options *opt) {
   static const char *const onoff[] = {"off", "on", NULL};
   TS_CALL(ts_config_choice(k->cfg, "output", "maxima", 1, onoff, &k->maxima));
 
-  if (opt->out_dir) {
-    k->out_dir = strdup(opt->out_dir);
-  } else {
-    TS_CALL(ts_config_path(k->cfg, "output", "dir", &k->out_dir));
-    if (!k->out_dir) {
-      const char *file = ts_config_file(k->cfg);
-      const char *slash = strrchr(file, '/');
-      size_t n = slash ? (size_t)(slash - file + 1) : 0;
-      k->out_dir = malloc(n + 4);
-      if (k->out_dir)
-        snprintf(k->out_dir, n + 4, "%.*sout", (int)n, file);
-    }
-  }
-  if (!k->out_dir)
-    return ts_error(TS_ERR_NOMEM, "out of memory");
+  TS_CALL(ts_case_out_dir(k->cfg, opt, &k->out_dir));
   return read_parallel(k);
 }
 
@@ -907,7 +831,7 @@ typedef struct run_totals {
   int64_t steps_run;
 } run_totals;
 
-static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_case_options *opt,
+static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case_options *opt,
                                const run_state *rs, const run_totals *tot,
                                const snapshot_files *snaps, int nsnaps, char maxima[4][64],
                                char (*checkpoints)[64], int nckpt) {
@@ -1005,7 +929,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_swe_
 /* The time loop from the solver's current state (t = 0 or a checkpoint), then the final
  * outputs. Steps are shortened only to land on output times and the end time, so a restarted
  * run takes the same steps as an uninterrupted one. */
-static ts_status run_case(const swe_case *k, const ts_swe_case_options *opt, ts_swe *s,
+static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe *s,
                           run_state *rs, gauge_log *log) {
   size_t ncells = (size_t)k->bed.ncols * k->bed.nrows;
   double *work[5] = {0};
@@ -1122,42 +1046,8 @@ static ts_status automatic_png_depth_max(const ts_swe *s, double *depth_max) {
   return st;
 }
 
-/* 64-bit FNV-1a of the case file, the overrides and the build: ranks must agree on it. */
-static uint64_t case_fingerprint(const ts_swe_case_options *opt) {
-  uint64_t h = 1469598103934665603ull;
-  const char *build = "tessera " TESSERA_VERSION " " __VERSION__;
-  for (const char *c = build; *c; c++)
-    h = (h ^ (unsigned char)*c) * 1099511628211ull;
-  FILE *f = fopen(opt->case_path, "rb");
-  int c;
-  while (f && (c = fgetc(f)) != EOF)
-    h = (h ^ (unsigned char)c) * 1099511628211ull;
-  if (f)
-    fclose(f);
-  for (int i = 0; i < opt->noverrides; i++)
-    for (const char *p = opt->overrides[i]; *p; p++)
-      h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return h;
-}
 
-/* Every rank must run the same case with the same build. */
-static ts_status check_same_case(const swe_case *k, const ts_swe_case_options *opt) {
-  int n = ts_comm_size(k->comm), me = ts_comm_rank(k->comm);
-  if (n == 1)
-    return TS_OK;
-  uint64_t mine = case_fingerprint(opt), *all = malloc(sizeof *all * (size_t)n);
-  if (!all)
-    return ts_error(TS_ERR_NOMEM, "out of memory");
-  ts_status st = ts_comm_allgather(k->comm, &mine, sizeof mine, all);
-  if (st == TS_OK && all[me] != all[0])
-    st = ts_error(TS_ERR_INPUT,
-                  "%s: rank %d runs a different case file, overrides or tessera build than rank 0",
-                  opt->case_path, me);
-  free(all);
-  return st;
-}
-
-ts_status ts_swe_case_run(const ts_swe_case_options *opt) {
+ts_status ts_swe_case_run(const ts_case_options *opt) {
   swe_case k;
   memset(&k, 0, sizeof k);
   k.comm = ts_comm_world();
@@ -1165,7 +1055,7 @@ ts_status ts_swe_case_run(const ts_swe_case_options *opt) {
   ts_swe *s = NULL;
   ts_status st = ts_comm_agree(k.comm, read_case(&k, opt));
   if (st == TS_OK)
-    st = ts_comm_agree(k.comm, check_same_case(&k, opt));
+    st = ts_comm_agree(k.comm, ts_case_check_same(k.comm, opt));
   if (st == TS_OK) {
     st = ts_swe_create(&s, &k.params, &k.bed, k.has_h0 ? &k.h0 : NULL, k.has_hu0 ? &k.hu0 : NULL,
                        k.has_hv0 ? &k.hv0 : NULL, k.has_friction ? &k.friction : NULL);
@@ -1183,7 +1073,7 @@ ts_status ts_swe_case_run(const ts_swe_case_options *opt) {
   if (st == TS_OK && opt->restart)
     st = ts_comm_agree(k.comm, read_checkpoint(&k, opt->restart, s, &rs, &log));
   if (st == TS_OK)
-    st = ts_comm_agree(k.comm, k.root ? prepare_out_dir(k.out_dir) : TS_OK);
+    st = ts_comm_agree(k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir) : TS_OK);
   if (st == TS_OK)
     st = run_case(&k, opt, s, &rs, &log);
   free(log.rows);

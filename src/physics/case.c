@@ -1,0 +1,221 @@
+/* The case drivers' shared parts (case.h). */
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#include "physics/case.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "physics/lbm/lbm_case.h"
+#include "physics/swe/swe_case.h"
+
+ts_status ts_case_load(ts_config **cfg, const ts_case_options *opt) {
+  TS_CALL(ts_config_load(cfg, opt->case_path));
+  for (int i = 0; i < opt->noverrides; i++)
+    TS_CALL(ts_config_set(*cfg, opt->overrides[i]));
+  if (!ts_config_has(*cfg, "model", "type"))
+    return ts_error(TS_ERR_INPUT, "%s: [model] type is required (type = swe or lbm)",
+                    opt->case_path);
+  return TS_OK;
+}
+
+ts_status ts_case_run(const ts_case_options *opt) {
+  ts_config *cfg = NULL;
+  static const char *const models[] = {"swe", "lbm", NULL};
+  int model = 0;
+  ts_status st = ts_case_load(&cfg, opt);
+  if (st == TS_OK)
+    st = ts_config_choice(cfg, "model", "type", 0, models, &model);
+  ts_config_free(cfg);
+  st = ts_comm_agree(ts_comm_world(), st);
+  if (st != TS_OK)
+    return st;
+  return model == 1 ? ts_lbm_case_run(opt) : ts_swe_case_run(opt);
+}
+
+ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_kind *kind,
+                             int parts[3]) {
+  const char *v;
+  *subdomains = 0;
+  *kind = TS_DECOMP_AUTO;
+  parts[0] = parts[1] = parts[2] = 0;
+  TS_CALL(ts_config_string(cfg, "parallel", "subdomains", "auto", &v));
+  if (strcmp(v, "auto") != 0) {
+    long n;
+    TS_CALL(ts_config_int(cfg, "parallel", "subdomains", 0, &n));
+    if (n < 1 || n > 32767)
+      return ts_config_error(cfg, "parallel", "subdomains", "must be auto or in [1, 32767]");
+    *subdomains = (int)n;
+  }
+  TS_CALL(ts_config_string(cfg, "parallel", "decomposition", "auto", &v));
+  static const char *const kinds[] = {"auto", "rows", "columns", "tiles"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(v, kinds[i]) == 0) {
+      *kind = (ts_decomp_kind)i;
+      return TS_OK;
+    }
+  int p[3] = {0, 0, 1}, got;
+  char tail;
+  got = sscanf(v, "%dx%dx%d%c", &p[0], &p[1], &p[2], &tail);
+  if (got != 3)
+    got = sscanf(v, "%dx%d%c", &p[0], &p[1], &tail) == 2 ? 2 : 0;
+  if (got < 2 || p[0] < 1 || p[1] < 1 || p[2] < 1)
+    return ts_config_error(cfg, "parallel", "decomposition",
+                           "must be auto, rows, columns, tiles or PXxPY[xPZ] such as 2x3 (got "
+                           "'%s')",
+                           v);
+  *kind = TS_DECOMP_TILES;
+  for (int a = 0; a < 3; a++)
+    parts[a] = p[a];
+  int tiles = p[0] * p[1] * p[2];
+  if (*subdomains == 0)
+    *subdomains = tiles;
+  if (*subdomains != tiles && got == 3)
+    return ts_config_error(cfg, "parallel", "decomposition",
+                           "%d x %d x %d tiles but [parallel] subdomains = %d", p[0], p[1], p[2],
+                           *subdomains);
+  if (*subdomains != tiles)
+    return ts_config_error(cfg, "parallel", "decomposition",
+                           "%d x %d tiles but [parallel] subdomains = %d", p[0], p[1],
+                           *subdomains);
+  return TS_OK;
+}
+
+ts_status ts_case_tuples(const ts_config *cfg, const char *section, const char *key, int arity,
+                         double **out, int *count) {
+  *out = NULL;
+  *count = 0;
+  const char *v;
+  TS_CALL(ts_config_string(cfg, section, key, NULL, &v));
+  if (!v)
+    return TS_OK;
+  size_t cap = 1;
+  for (const char *p = v; *p; p++)
+    cap += *p == ';';
+  double *values = malloc(sizeof(double) * cap * (size_t)arity);
+  if (!values)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  int n = 0;
+  const char *p = v;
+  while (*p) {
+    while (*p == ' ' || *p == ';')
+      p++;
+    if (!*p)
+      break;
+    for (int a = 0; a < arity; a++) {
+      char *end;
+      double x = strtod(p, &end);
+      if (end == p || !isfinite(x)) {
+        free(values);
+        return ts_config_error(cfg, section, key,
+                               "item %d: expected %d comma-separated numbers per item, items "
+                               "separated by ';'",
+                               n + 1, arity);
+      }
+      values[(size_t)n * arity + a] = x;
+      p = end;
+      while (*p == ' ')
+        p++;
+      if (a + 1 < arity && *p == ',')
+        p++;
+    }
+    while (*p == ' ')
+      p++;
+    if (*p && *p != ';') {
+      free(values);
+      return ts_config_error(cfg, section, key, "item %d: more than %d numbers", n + 1, arity);
+    }
+    n++;
+  }
+  *out = values;
+  *count = n;
+  return TS_OK;
+}
+
+ts_status ts_case_out_dir(const ts_config *cfg, const ts_case_options *opt, char **out) {
+  *out = NULL;
+  if (opt->out_dir) {
+    *out = strdup(opt->out_dir);
+  } else {
+    TS_CALL(ts_config_path(cfg, "output", "dir", out));
+    if (!*out) {
+      const char *file = ts_config_file(cfg);
+      const char *slash = strrchr(file, '/');
+      size_t n = slash ? (size_t)(slash - file + 1) : 0;
+      *out = malloc(n + 4);
+      if (*out)
+        snprintf(*out, n + 4, "%.*sout", (int)n, file);
+    }
+  }
+  return *out ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
+}
+
+ts_status ts_case_prepare_out_dir(const char *dir) {
+  char path[4096];
+  if (!dir[0])
+    return ts_error(TS_ERR_INPUT, "the output directory name is empty");
+  if (strlen(dir) >= sizeof path - 32)
+    return ts_error(TS_ERR_INPUT, "%.64s...: output directory name too long", dir);
+  snprintf(path, sizeof path, "%s", dir);
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return ts_error(TS_ERR_INPUT, "%s: cannot create the output directory: %s", path,
+                      strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(path, 0777) != 0 && errno != EEXIST)
+    return ts_error(TS_ERR_INPUT, "%s: cannot create the output directory: %s", dir,
+                    strerror(errno));
+  struct stat sb;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return ts_error(TS_ERR_INPUT, "%s: the output directory is not a directory", dir);
+  snprintf(path, sizeof path, "%s/.tessera_write_probe", dir);
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return ts_error(TS_ERR_INPUT, "%s: the output directory is not writable: %s", dir,
+                    strerror(errno));
+  fclose(f);
+  remove(path);
+  return TS_OK;
+}
+
+/* 64-bit FNV-1a of the case file, the overrides and the build: ranks must agree on it. */
+static uint64_t case_fingerprint(const ts_case_options *opt) {
+  uint64_t h = 1469598103934665603ull;
+  const char *build = "tessera " TESSERA_VERSION " " __VERSION__;
+  for (const char *c = build; *c; c++)
+    h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  FILE *f = fopen(opt->case_path, "rb");
+  int c;
+  while (f && (c = fgetc(f)) != EOF)
+    h = (h ^ (unsigned char)c) * 1099511628211ull;
+  if (f)
+    fclose(f);
+  for (int i = 0; i < opt->noverrides; i++)
+    for (const char *p = opt->overrides[i]; *p; p++)
+      h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h;
+}
+
+/* Every rank must run the same case with the same build. */
+ts_status ts_case_check_same(const ts_comm *comm, const ts_case_options *opt) {
+  int n = ts_comm_size(comm), me = ts_comm_rank(comm);
+  if (n == 1)
+    return TS_OK;
+  uint64_t mine = case_fingerprint(opt), *all = malloc(sizeof *all * (size_t)n);
+  if (!all)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_status st = ts_comm_allgather(comm, &mine, sizeof mine, all);
+  if (st == TS_OK && all[me] != all[0])
+    st = ts_error(TS_ERR_INPUT,
+                  "%s: rank %d runs a different case file, overrides or tessera build than rank 0",
+                  opt->case_path, me);
+  free(all);
+  return st;
+}

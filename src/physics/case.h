@@ -1,0 +1,45 @@
+/* What every model's case driver shares: the options of `tessera run`, loading the case file
+ * with its overrides, the output directory, the check that all ranks run the same case, and the
+ * dispatch on [model] type to the model's driver (swe_case.c, lbm_case.c). */
+#ifndef TESSERA_CASE_H
+#define TESSERA_CASE_H
+
+#include <stdio.h>
+
+#include "tessera/comm.h"
+#include "tessera/config.h"
+#include "tessera/decomp.h"
+#include "tessera/error.h"
+
+typedef struct ts_case_options {
+  const char *case_path;
+  const char *const *overrides; /* "section.key=value" from --set */
+  int noverrides;
+  const char *out_dir; /* --out, or NULL for [output] dir */
+  const char *restart; /* checkpoint to continue from, or NULL */
+  int quiet;           /* no progress line */
+  FILE *progress;      /* where the progress line goes (stderr) */
+} ts_case_options;
+
+/* Runs the case with the driver of its [model] type. Input errors are found before any output
+ * is written. */
+ts_status ts_case_run(const ts_case_options *opt);
+
+/* The case file with the overrides applied; [model] type must be present. */
+ts_status ts_case_load(ts_config **cfg, const ts_case_options *opt);
+/* [parallel] subdomains (0: auto) and decomposition (auto, rows, columns, tiles, PXxPY[xPZ],
+ * whose counts go to parts). */
+ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_kind *kind,
+                             int parts[3]);
+/* A list of items separated by ';', each `arity` comma-separated numbers (such as boxes,
+ * spheres or lines): *out holds count x arity values (malloc'ed; NULL and 0 when absent). */
+ts_status ts_case_tuples(const ts_config *cfg, const char *section, const char *key, int arity,
+                         double **out, int *count);
+/* --out, else [output] dir, else "out" beside the case file (malloc'ed). */
+ts_status ts_case_out_dir(const ts_config *cfg, const ts_case_options *opt, char **out);
+/* Creates the directory (and its parents) and checks that it is writable. */
+ts_status ts_case_prepare_out_dir(const char *dir);
+/* Collective: every rank must run the same case file, overrides and build. */
+ts_status ts_case_check_same(const ts_comm *comm, const ts_case_options *opt);
+
+#endif

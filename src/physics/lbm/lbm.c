@@ -1,0 +1,664 @@
+/* The lattice Boltzmann solver: checks the parameters, splits the cells into subdomains, builds
+ * each part's nodes (kinds from the faces and the solid mask), its halo plans (populations
+ * crossing each face, and those pushed back after an odd step) and periodic images, runs the
+ * AA-pattern steps (lbm_internal.h) and gathers macroscopic fields. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/lbm/lbm_internal.h"
+
+void ts_lbm_params_default(ts_lbm_params *p) {
+  memset(p, 0, sizeof *p);
+  p->lattice = TS_LBM_D2Q9;
+  p->collision = TS_LBM_SRT;
+  p->storage = TS_LBM_FP32;
+  p->n[0] = p->n[1] = 64;
+  p->n[2] = 1;
+  p->tau = 0.6;
+  p->magic = 3.0 / 16.0;
+  for (int f = 0; f < 6; f++)
+    p->face[f].rho = 1;
+  p->decomposition = TS_DECOMP_AUTO;
+}
+
+static const char *const face_names[6] = {"west", "east", "south", "north", "bottom", "top"};
+
+static ts_status check_params(const ts_lbm_params *p, int dim) {
+  if (!(p->tau > 0.5))
+    return ts_error(TS_ERR_INPUT,
+                    "lbm: relaxation time tau = %g is unstable: it must exceed 1/2 "
+                    "(viscosity (tau - 1/2) / 3 > 0)",
+                    p->tau);
+  if (p->collision == TS_LBM_TRT && !(p->magic > 0))
+    return ts_error(TS_ERR_INPUT, "lbm: the TRT magic parameter must be positive (got %g)",
+                    p->magic);
+  if (!(p->smagorinsky >= 0))
+    return ts_error(TS_ERR_INPUT, "lbm: the Smagorinsky constant must be >= 0");
+  for (int a = 0; a < 3; a++) {
+    if (p->n[a] < 1 || (a < dim && p->n[a] < 2))
+      return ts_error(TS_ERR_INPUT, "lbm: %d cells along axis %d: at least 2 needed", p->n[a], a);
+    if (a >= dim && p->n[a] != 1)
+      return ts_error(TS_ERR_INPUT, "lbm: a 2D lattice has one cell along z (got %d)", p->n[a]);
+  }
+  for (int a = 0; a < dim; a++) {
+    int lo = p->face[2 * a].type == TS_LBM_PERIODIC, hi = p->face[2 * a + 1].type == TS_LBM_PERIODIC;
+    if (lo != hi)
+      return ts_error(TS_ERR_INPUT, "lbm: the %s face is periodic but the %s face is not",
+                      face_names[lo ? 2 * a : 2 * a + 1], face_names[lo ? 2 * a + 1 : 2 * a]);
+  }
+  for (int f = 0; f < 2 * dim; f++)
+    if (p->face[f].type == TS_LBM_PRESSURE && !(p->face[f].rho > 0))
+      return ts_error(TS_ERR_INPUT, "lbm: the %s outlet's density must be positive",
+                      face_names[f]);
+  return TS_OK;
+}
+
+/* ------------------------------------------------------------------ node kinds */
+
+static int periodic_axis(const ts_lbm *s, int a) {
+  return a < s->dim && s->p.face[2 * a].type == TS_LBM_PERIODIC;
+}
+
+/* The frame faces node (x, y, z) lies on (bit f for face f); -1 outside the nodes. */
+static int frame_faces(const ts_lbm *s, const int c[3]) {
+  int faces = 0;
+  for (int a = 0; a < 3; a++) {
+    if (c[a] < 0 || c[a] >= s->nodes[a])
+      return -1;
+    if (a < s->dim && c[a] == 0)
+      faces |= 1 << (2 * a);
+    if (a < s->dim && c[a] == s->nodes[a] - 1)
+      faces |= 1 << (2 * a + 1);
+  }
+  return faces;
+}
+
+/* The interior node a periodic frame node images: wrapped along its frame axes. */
+static void periodic_partner(const ts_lbm *s, const int c[3], int partner[3]) {
+  for (int a = 0; a < 3; a++) {
+    partner[a] = c[a];
+    if (a < s->dim && c[a] == 0)
+      partner[a] = s->p.n[a];
+    else if (a < s->dim && c[a] == s->nodes[a] - 1)
+      partner[a] = 1;
+  }
+}
+
+static unsigned char cell_type(const ts_lbm *s, const int c[3]) {
+  int cell[3] = {c[0] - 1, c[1] - 1, s->dim == 3 ? c[2] - 1 : 0};
+  if (s->p.solid &&
+      s->p.solid[cell[0] + (int64_t)s->p.n[0] * (cell[1] + (int64_t)s->p.n[1] * cell[2])])
+    return LBM_SOLID;
+  return LBM_FLUID;
+}
+
+/* Kind and face of node c: outside the nodes solid; on the frame the strongest of its faces
+ * that are not periodic (wall, moving wall, inlet, outlet), or the image of a periodic
+ * partner (solid partners image as solid); inside fluid or solid from the mask. */
+static unsigned char node_type(const ts_lbm *s, const int c[3]) {
+  int faces = frame_faces(s, c);
+  if (faces < 0)
+    return LBM_SOLID;
+  if (faces == 0)
+    return cell_type(s, c);
+  static const int strength[5] = {[TS_LBM_WALL] = 4,
+                                  [TS_LBM_MOVING] = 3,
+                                  [TS_LBM_VELOCITY] = 2,
+                                  [TS_LBM_PRESSURE] = 1,
+                                  [TS_LBM_PERIODIC] = 0};
+  int best = -1;
+  for (int f = 0; f < 6; f++)
+    if (faces >> f & 1 && (best < 0 || strength[s->p.face[f].type] > strength[s->p.face[best].type]))
+      best = f;
+  unsigned char face = (unsigned char)(best << 4);
+  switch (s->p.face[best].type) {
+  case TS_LBM_WALL: return LBM_SOLID | face;
+  case TS_LBM_MOVING: return LBM_MOVING | face;
+  case TS_LBM_VELOCITY: return LBM_INLET | face;
+  case TS_LBM_PRESSURE: return LBM_OUTLET | face;
+  case TS_LBM_PERIODIC: break;
+  }
+  int partner[3];
+  periodic_partner(s, c, partner);
+  unsigned char t = cell_type(s, partner);
+  return lbm_computed(t) ? LBM_PERIODIC : t;
+}
+
+/* ------------------------------------------------------------------ parts */
+
+/* The nodes of a subdomain's cells and the frame nodes next to them. */
+static ts_box owned_nodes(const ts_lbm *s, const ts_box *cells) {
+  ts_box b = {{0, 0, 0}, {1, 1, 1}};
+  for (int a = 0; a < s->dim; a++) {
+    b.lo[a] = cells->lo[a] == 0 ? 0 : cells->lo[a] + 1;
+    b.hi[a] = cells->hi[a] == s->p.n[a] ? s->nodes[a] : cells->hi[a] + 1;
+  }
+  return b;
+}
+
+static ts_box grown(const ts_lbm *s, const ts_box *own) {
+  ts_box w = *own;
+  for (int a = 0; a < s->dim; a++) {
+    w.lo[a] = own->lo[a] > 0 ? own->lo[a] - 1 : 0;
+    w.hi[a] = own->hi[a] < s->nodes[a] ? own->hi[a] + 1 : s->nodes[a];
+  }
+  return w;
+}
+
+/* Periodic images and wall slots at subdomain borders of a part (see lbm_part). */
+static ts_status part_lists(ts_lbm *s, lbm_part *p) {
+  const lbm_kernels *k = s->k;
+  int64_t nper = 0, nkeep = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    nper = nkeep = 0;
+    for (int z = p->own.lo[2]; z < p->own.hi[2]; z++)
+      for (int y = p->own.lo[1]; y < p->own.hi[1]; y++)
+        for (int x = p->own.lo[0]; x < p->own.hi[0]; x++) {
+          int c[3] = {x, y, z};
+          int64_t n = lbm_local(p, x, y, z);
+          unsigned char t = p->type[n];
+          if (lbm_kind(t) == LBM_PERIODIC) {
+            if (pass) {
+              int partner[3];
+              periodic_partner(s, c, partner);
+              uint32_t pushed = 0; /* by computed nodes, here or in the halo */
+              for (int q = 0; q < k->q; q++) {
+                int from[3];
+                for (int a = 0; a < 3; a++)
+                  from[a] = c[a] - k->velocity(q, a);
+                if (lbm_computed(p->type[lbm_local(p, from[0], from[1], from[2])]))
+                  pushed |= 1u << q;
+              }
+              p->periodic_node[nper] = n;
+              p->periodic_partner[nper] = lbm_local(p, partner[0], partner[1], partner[2]);
+              p->periodic_pushed[nper] = pushed;
+            }
+            nper++;
+          }
+          if (!lbm_computed(t))
+            continue;
+          for (int q = 0; q < k->q; q++) {
+            int from[3];
+            for (int a = 0; a < 3; a++)
+              from[a] = c[a] - k->velocity(q, a);
+            if (ts_box_contains(&p->own, from))
+              continue;
+            int64_t fn = lbm_local(p, from[0], from[1], from[2]);
+            if (lbm_streams(p->type[fn]))
+              continue;
+            if (pass)
+              p->keep_slot[nkeep] = (int64_t)q * p->plane + n;
+            nkeep++;
+          }
+        }
+    if (pass == 0) {
+      p->periodic_node = malloc(sizeof(int64_t) * (size_t)(nper + 1));
+      p->periodic_partner = malloc(sizeof(int64_t) * (size_t)(nper + 1));
+      p->periodic_pushed = malloc(sizeof(uint32_t) * (size_t)(nper + 1));
+      p->keep_slot = malloc(sizeof(int64_t) * (size_t)(nkeep + 1));
+      p->keep_value = malloc(k->elem * (size_t)(nkeep + 1));
+      if (!p->periodic_node || !p->periodic_partner || !p->periodic_pushed || !p->keep_slot ||
+          !p->keep_value)
+        return ts_error(TS_ERR_NOMEM, "out of memory");
+    }
+  }
+  p->nperiodic = (int)nper;
+  p->nkeep = (int)nkeep;
+  return TS_OK;
+}
+
+static ts_status part_create(ts_lbm *s, lbm_part *p, int sub) {
+  p->sub = sub;
+  p->own = s->own[sub];
+  for (int a = 0; a < 3; a++) {
+    p->lo[a] = a < s->dim ? p->own.lo[a] - 1 : 0;
+    p->len[a] = a < s->dim ? p->own.hi[a] - p->own.lo[a] + 2 : 1;
+  }
+  p->plane = (int64_t)p->len[0] * p->len[1] * p->len[2];
+  p->f = calloc((size_t)p->plane * (size_t)s->k->q, s->k->elem);
+  p->type = malloc((size_t)p->plane);
+  if (!p->f || !p->type)
+    return ts_error(TS_ERR_NOMEM, "lbm: out of memory for a subdomain of %lld nodes",
+                    (long long)p->plane);
+  for (int z = 0; z < p->len[2]; z++)
+    for (int y = 0; y < p->len[1]; y++)
+      for (int x = 0; x < p->len[0]; x++) {
+        int c[3] = {p->lo[0] + x, p->lo[1] + y, p->lo[2] + z};
+        p->type[lbm_local(p, c[0], c[1], c[2])] = node_type(s, c);
+      }
+  TS_CALL(part_lists(s, p));
+  return s->k->init(p, &s->p, &s->consts);
+}
+
+static void part_destroy(lbm_part *p) {
+  free(p->f);
+  free(p->type);
+  free(p->u_prev);
+  free(p->periodic_node);
+  free(p->periodic_partner);
+  free(p->periodic_pushed);
+  free(p->keep_slot);
+  free(p->keep_value);
+}
+
+/* ------------------------------------------------------------------ halos */
+
+/* Populations crossing into a halo box in direction d: those whose velocity has d's sign on
+ * every axis where d is not 0 (read from there by the owned nodes after the forward exchange,
+ * pushed there by them in an odd step). */
+static void build_masks(ts_lbm *s) {
+  for (int dz = -1; dz <= 1; dz++)
+    for (int dy = -1; dy <= 1; dy++)
+      for (int dx = -1; dx <= 1; dx++) {
+        int d[3] = {dx, dy, dz}, dir = ts_halo_dir(dx, dy, dz), axes = 0;
+        uint32_t mask = 0;
+        for (int a = 0; a < 3; a++)
+          axes += d[a] != 0;
+        for (int q = 0; q < s->k->q && axes; q++) {
+          int all = 1;
+          for (int a = 0; a < 3; a++)
+            if (d[a] && s->k->velocity(q, a) != d[a])
+              all = 0;
+          if (all)
+            mask |= 1u << q;
+        }
+        s->mask_forward[dir] = mask;
+        s->mask_faces[dir] = axes == 1 ? mask : 0;
+        s->mask_diagonal[dir] = axes > 1 ? mask : 0;
+      }
+}
+
+static ts_halo_field field_of(const ts_lbm *s, const lbm_part *p) {
+  ts_halo_field f;
+  memset(&f, 0, sizeof f);
+  f.ncomp = s->k->q;
+  f.elem = s->k->elem;
+  for (int q = 0; q < s->k->q; q++)
+    f.comp[q] = (char *)p->f + (size_t)q * (size_t)p->plane * s->k->elem;
+  f.stride[0] = 1;
+  f.stride[1] = p->len[0];
+  f.stride[2] = (int64_t)p->len[0] * p->len[1];
+  for (int a = 0; a < 3; a++)
+    f.lo[a] = p->lo[a];
+  return f;
+}
+
+static ts_status make_plan(ts_lbm *s, ts_halo_plan **plan, const uint32_t *masks, int back) {
+  ts_halo_field layout = s->fields[s->parts[0].sub];
+  layout.dir_mask = masks;
+  ts_halo_spec spec = {.nsub = s->decomp.count,
+                       .sub_rank = s->sub_rank,
+                       .src = back ? s->window : s->own,
+                       .dst = back ? s->own : s->window,
+                       .dst_owned = s->own,
+                       .src_owned = back ? s->own : NULL,
+                       .nfields = 1,
+                       .layout = &layout};
+  return ts_halo_plan_create(plan, s->comm, &spec);
+}
+
+static ts_status exchange(ts_lbm *s, ts_halo_plan *plan) {
+  TS_CALL(ts_halo_start(plan, s->fields, s->fields));
+  return ts_halo_finish(plan, s->fields);
+}
+
+/* Periodic images before an odd step: every slot of the partner. */
+static void periodic_forward(const ts_lbm *s, lbm_part *p) {
+  size_t e = s->k->elem;
+  for (int k = 0; k < p->nperiodic; k++)
+    for (int q = 0; q < s->k->q; q++) {
+      char *slot = (char *)p->f + e * (size_t)((int64_t)q * p->plane);
+      memcpy(slot + e * (size_t)p->periodic_node[k], slot + e * (size_t)p->periodic_partner[k], e);
+    }
+}
+
+/* After an odd step: what nodes pushed into the images goes on to their partners. */
+static void periodic_back(const ts_lbm *s, lbm_part *p) {
+  size_t e = s->k->elem;
+  for (int k = 0; k < p->nperiodic; k++)
+    for (int q = 0; q < s->k->q; q++) {
+      if (!(p->periodic_pushed[k] >> q & 1))
+        continue;
+      char *slot = (char *)p->f + e * (size_t)((int64_t)q * p->plane);
+      memcpy(slot + e * (size_t)p->periodic_partner[k], slot + e * (size_t)p->periodic_node[k], e);
+    }
+}
+
+static void keep_walls(const ts_lbm *s, lbm_part *p, int restore) {
+  size_t e = s->k->elem;
+  for (int k = 0; k < p->nkeep; k++) {
+    char *slot = (char *)p->f + e * (size_t)p->keep_slot[k], *kept = p->keep_value + e * (size_t)k;
+    memcpy(restore ? slot : kept, restore ? kept : slot, e);
+  }
+}
+
+/* The halos and images that an odd step (or the moments before one) reads. */
+static ts_status before_odd(ts_lbm *s) {
+  for (int k = 0; k < s->nparts; k++)
+    periodic_forward(s, &s->parts[k]);
+  return exchange(s, s->forward);
+}
+
+/* ------------------------------------------------------------------ the solver */
+
+static const lbm_kernels *kernels_for(const ts_lbm_params *p) {
+  if (p->lattice == TS_LBM_D3Q19)
+    return p->storage == TS_LBM_FP16 ? &lbm_kernels_d3q19_fp16 : &lbm_kernels_d3q19_fp32;
+  return p->storage == TS_LBM_FP16 ? &lbm_kernels_d2q9_fp16 : &lbm_kernels_d2q9_fp32;
+}
+
+static void set_consts(ts_lbm *s) {
+  const ts_lbm_params *p = &s->p;
+  lbm_consts *k = &s->consts;
+  memset(k, 0, sizeof *k);
+  k->tau = (float)p->tau;
+  k->omega = (float)(1.0 / p->tau);
+  k->trt = p->collision == TS_LBM_TRT;
+  /* Lambda = (tau+ - 1/2)(tau- - 1/2) */
+  k->omega_minus = k->trt ? (float)(1.0 / (p->magic / (p->tau - 0.5) + 0.5)) : k->omega;
+  k->smag18 = (float)(18.0 * sqrt(2.0) * p->smagorinsky * p->smagorinsky);
+  for (int a = 0; a < 3; a++)
+    k->force[a] = a < s->dim ? (float)p->force[a] : 0.0f;
+  for (int f = 0; f < 6; f++) {
+    for (int a = 0; a < 3; a++)
+      k->wall_u[f][a] = a < s->dim ? (float)p->face[f].u[a] : 0.0f;
+    k->face_rho[f] = (float)p->face[f].rho;
+  }
+}
+
+static ts_status check_split(const ts_lbm *s) {
+  for (int a = 0; a < s->dim; a++) {
+    if (!periodic_axis(s, a))
+      continue;
+    for (int b = 0; b < s->decomp.count; b++)
+      if (s->decomp.boxes[b].lo[a] != 0 || s->decomp.boxes[b].hi[a] != s->p.n[a])
+        return ts_error(TS_ERR_INPUT,
+                        "lbm: the split cuts the periodic %c axis: choose a decomposition "
+                        "along the other axes",
+                        "xyz"[a]);
+  }
+  return TS_OK;
+}
+
+static ts_status create(ts_lbm *s) {
+  s->dim = s->p.lattice == TS_LBM_D3Q19 ? 3 : 2;
+  TS_CALL(check_params(&s->p, s->dim));
+  s->k = kernels_for(&s->p);
+  set_consts(s);
+  for (int a = 0; a < 3; a++)
+    s->nodes[a] = a < s->dim ? s->p.n[a] + 2 : 1;
+  int count = s->p.subdomains ? s->p.subdomains : s->nranks;
+  if (count < s->nranks)
+    return ts_error(TS_ERR_INPUT, "lbm: %d subdomains for %d ranks: every rank needs one", count,
+                    s->nranks);
+  TS_CALL(ts_decomp_create(&s->decomp, s->dim, s->p.n, count, s->p.decomposition,
+                           s->p.decomposition == TS_DECOMP_TILES ? s->p.parts : NULL));
+  TS_CALL(check_split(s));
+  s->own = calloc((size_t)count, sizeof *s->own);
+  s->window = calloc((size_t)count, sizeof *s->window);
+  s->sub_rank = calloc((size_t)count, sizeof *s->sub_rank);
+  s->fields = calloc((size_t)count, sizeof *s->fields);
+  if (!s->own || !s->window || !s->sub_rank || !s->fields)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  for (int b = 0; b < count; b++) {
+    s->own[b] = owned_nodes(s, &s->decomp.boxes[b]);
+    s->window[b] = grown(s, &s->own[b]);
+    s->sub_rank[b] = ts_decomp_rank(b, count, s->nranks);
+    s->nparts += s->sub_rank[b] == s->rank;
+  }
+  s->parts = calloc((size_t)s->nparts, sizeof *s->parts);
+  if (!s->parts)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  int64_t fluid = 0;
+  for (int b = 0, k = 0; b < count; b++) {
+    if (s->sub_rank[b] != s->rank)
+      continue;
+    lbm_part *p = &s->parts[k++];
+    TS_CALL(part_create(s, p, b));
+    s->fields[b] = field_of(s, p);
+    for (int z = p->own.lo[2]; z < p->own.hi[2]; z++)
+      for (int y = p->own.lo[1]; y < p->own.hi[1]; y++)
+        for (int x = p->own.lo[0]; x < p->own.hi[0]; x++)
+          fluid += lbm_kind(p->type[lbm_local(p, x, y, z)]) == LBM_FLUID;
+  }
+  TS_CALL(ts_comm_sum_i64(s->comm, &fluid, 1));
+  s->fluid_cells = fluid;
+  build_masks(s);
+  TS_CALL(make_plan(s, &s->forward, s->mask_forward, 0));
+  TS_CALL(make_plan(s, &s->back_faces, s->mask_faces, 1));
+  return make_plan(s, &s->back_diagonal, s->mask_diagonal, 1);
+}
+
+ts_status ts_lbm_create(ts_lbm **out, const ts_lbm_params *p, const ts_comm *comm) {
+  *out = NULL;
+  ts_lbm *s = calloc(1, sizeof *s);
+  if (!s)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  s->p = *p;
+  s->comm = comm;
+  s->rank = ts_comm_rank(comm);
+  s->nranks = ts_comm_size(comm);
+  ts_status st = ts_comm_agree(comm, create(s));
+  if (st != TS_OK) {
+    ts_lbm_destroy(s);
+    return st;
+  }
+  *out = s;
+  return TS_OK;
+}
+
+void ts_lbm_destroy(ts_lbm *s) {
+  if (!s)
+    return;
+  ts_halo_plan_destroy(s->forward);
+  ts_halo_plan_destroy(s->back_faces);
+  ts_halo_plan_destroy(s->back_diagonal);
+  for (int k = 0; k < s->nparts && s->parts; k++)
+    part_destroy(&s->parts[k]);
+  free(s->parts);
+  free(s->own);
+  free(s->window);
+  free(s->sub_rank);
+  free(s->fields);
+  ts_decomp_destroy(&s->decomp);
+  free(s);
+}
+
+static ts_status odd_step(ts_lbm *s) {
+  TS_CALL(before_odd(s));
+#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
+  for (int k = 0; k < s->nparts; k++) {
+    s->k->odd(&s->parts[k], &s->consts);
+    keep_walls(s, &s->parts[k], 0);
+  }
+  TS_CALL(exchange(s, s->back_faces));
+  TS_CALL(exchange(s, s->back_diagonal));
+  for (int k = 0; k < s->nparts; k++) {
+    keep_walls(s, &s->parts[k], 1);
+    periodic_back(s, &s->parts[k]);
+  }
+  return TS_OK;
+}
+
+ts_status ts_lbm_step(ts_lbm *s, int n) {
+  for (int i = 0; i < n; i++) {
+    if (s->steps % 2 == 0) {
+#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
+      for (int k = 0; k < s->nparts; k++)
+        s->k->even(&s->parts[k], &s->consts);
+    } else {
+      TS_CALL(odd_step(s));
+    }
+    s->steps++;
+  }
+  return TS_OK;
+}
+
+int64_t ts_lbm_steps(const ts_lbm *s) { return s->steps; }
+int64_t ts_lbm_fluid_cells(const ts_lbm *s) { return s->fluid_cells; }
+const ts_decomp *ts_lbm_decomp(const ts_lbm *s) { return &s->decomp; }
+double ts_lbm_bytes_per_cell(const ts_lbm *s) { return 2.0 * s->k->q * (double)s->k->elem; }
+
+/* ------------------------------------------------------------------ fields */
+
+/* Density and velocity of the owned cells of part p, in cell order of its box (NaN where
+ * solid); the moments need the halos when the next step is odd. */
+static void part_moments(const ts_lbm *s, const lbm_part *p, float *rho, float (*u)[3]) {
+  const ts_box *cells = &s->decomp.boxes[p->sub];
+  int64_t m = 0;
+  for (int k = cells->lo[2]; k < cells->hi[2]; k++)
+    for (int j = cells->lo[1]; j < cells->hi[1]; j++)
+      for (int i = cells->lo[0]; i < cells->hi[0]; i++, m++) {
+        int64_t n = lbm_local(p, i + 1, j + 1, s->dim == 3 ? k + 1 : 0);
+        if (!lbm_computed(p->type[n])) {
+          rho[m] = NAN;
+          u[m][0] = u[m][1] = u[m][2] = NAN;
+          continue;
+        }
+        s->k->moments(p, &s->consts, (int)(s->steps % 2), n, &rho[m], u[m]);
+      }
+}
+
+/* rho, ux, uy, uz of every cell on rank 0 (4 doubles per cell, cell order of the box). */
+static ts_status gather_moments(ts_lbm *s, double *out) {
+  if (s->steps % 2)
+    TS_CALL(before_odd(s));
+  int count = s->decomp.count;
+  size_t *counts = calloc((size_t)s->nranks, sizeof *counts);
+  int64_t mine_cells = 0;
+  for (int b = 0; b < count; b++) {
+    size_t bytes = (size_t)ts_box_cells(&s->decomp.boxes[b]) * 4 * sizeof(double);
+    if (counts)
+      counts[s->sub_rank[b]] += bytes;
+    if (s->sub_rank[b] == s->rank)
+      mine_cells += ts_box_cells(&s->decomp.boxes[b]);
+  }
+  double *mine = malloc(sizeof(double) * 4 * (size_t)(mine_cells + 1));
+  int64_t total = (int64_t)s->p.n[0] * s->p.n[1] * s->p.n[2];
+  double *all = s->rank == 0 ? malloc(sizeof(double) * 4 * (size_t)total) : NULL;
+  ts_status st = counts && mine && (s->rank != 0 || all) ? TS_OK
+                                                          : ts_error(TS_ERR_NOMEM, "out of memory");
+  double *w = mine;
+  for (int k = 0; k < s->nparts && st == TS_OK; k++) {
+    int64_t cells = ts_box_cells(&s->decomp.boxes[s->parts[k].sub]);
+    float *rho = malloc(sizeof(float) * (size_t)cells);
+    float(*u)[3] = malloc(sizeof *u * (size_t)cells);
+    if (!rho || !u) {
+      st = ts_error(TS_ERR_NOMEM, "out of memory");
+    } else {
+      part_moments(s, &s->parts[k], rho, u);
+      for (int64_t m = 0; m < cells; m++, w += 4) {
+        w[0] = rho[m];
+        w[1] = u[m][0], w[2] = u[m][1], w[3] = u[m][2];
+      }
+    }
+    free(rho);
+    free(u);
+  }
+  st = ts_comm_agree(s->comm, st);
+  if (st == TS_OK)
+    st = ts_comm_gather(s->comm, mine, counts, all, 0);
+  if (st == TS_OK && s->rank == 0) {
+    const double *r = all;
+    for (int rank = 0; rank < s->nranks; rank++)
+      for (int b = 0; b < count; b++) {
+        if (s->sub_rank[b] != rank)
+          continue;
+        const ts_box *box = &s->decomp.boxes[b];
+        for (int k = box->lo[2]; k < box->hi[2]; k++)
+          for (int j = box->lo[1]; j < box->hi[1]; j++)
+            for (int i = box->lo[0]; i < box->hi[0]; i++, r += 4)
+              memcpy(out + 4 * (i + (int64_t)s->p.n[0] * (j + (int64_t)s->p.n[1] * k)), r,
+                     4 * sizeof(double));
+      }
+  }
+  free(counts);
+  free(mine);
+  free(all);
+  return st;
+}
+
+/* |curl u| by central differences (one-sided next to solid cells and the box's faces). */
+static double vorticity_at(const ts_lbm *s, const double *m, int i, int j, int k) {
+  const int *n = s->p.n, c[3] = {i, j, k};
+  const int64_t step[3] = {1, n[0], (int64_t)n[0] * n[1]};
+  int64_t here = i + n[0] * (j + (int64_t)n[1] * k);
+  double grad[3][3] = {{0}}; /* grad[a][b] = d u_b / d x_a */
+  for (int a = 0; a < s->dim; a++) {
+    int has_lo = c[a] > 0 && !isnan(m[4 * (here - step[a])]);
+    int has_hi = c[a] + 1 < n[a] && !isnan(m[4 * (here + step[a])]);
+    if (!has_lo && !has_hi)
+      continue;
+    for (int b = 0; b < 3; b++) {
+      double u0 = m[4 * here + 1 + b];
+      double ul = has_lo ? m[4 * (here - step[a]) + 1 + b] : u0;
+      double uh = has_hi ? m[4 * (here + step[a]) + 1 + b] : u0;
+      grad[a][b] = (uh - ul) / (has_lo + has_hi);
+    }
+  }
+  double wx = grad[1][2] - grad[2][1], wy = grad[2][0] - grad[0][2], wz = grad[0][1] - grad[1][0];
+  return sqrt(wx * wx + wy * wy + wz * wz);
+}
+
+ts_status ts_lbm_get(ts_lbm *s, ts_lbm_var var, double *out) {
+  int64_t total = (int64_t)s->p.n[0] * s->p.n[1] * s->p.n[2];
+  double *m = s->rank == 0 ? malloc(sizeof(double) * 4 * (size_t)total) : NULL;
+  if (s->rank == 0 && !m)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_status st = gather_moments(s, m);
+  if (st == TS_OK && s->rank == 0)
+    for (int k = 0; k < s->p.n[2]; k++)
+      for (int j = 0; j < s->p.n[1]; j++)
+        for (int i = 0; i < s->p.n[0]; i++) {
+          int64_t c = i + (int64_t)s->p.n[0] * (j + (int64_t)s->p.n[1] * k);
+          const double *v = m + 4 * c;
+          switch (var) {
+          case TS_LBM_RHO: out[c] = v[0]; break;
+          case TS_LBM_UX: out[c] = v[1]; break;
+          case TS_LBM_UY: out[c] = v[2]; break;
+          case TS_LBM_UZ: out[c] = v[3]; break;
+          case TS_LBM_SPEED: out[c] = sqrt(v[1] * v[1] + v[2] * v[2] + v[3] * v[3]); break;
+          case TS_LBM_VORTICITY: out[c] = isnan(v[0]) ? NAN : vorticity_at(s, m, i, j, k); break;
+          }
+        }
+  free(m);
+  return st;
+}
+
+ts_status ts_lbm_change(ts_lbm *s, double *max_change) {
+  if (s->steps % 2)
+    TS_CALL(before_odd(s));
+  double change = 0;
+  ts_status st = TS_OK;
+  for (int k = 0; k < s->nparts && st == TS_OK; k++) {
+    lbm_part *p = &s->parts[k];
+    int64_t cells = ts_box_cells(&s->decomp.boxes[p->sub]);
+    float *rho = malloc(sizeof(float) * (size_t)cells);
+    float(*u)[3] = malloc(sizeof *u * (size_t)cells);
+    if (!p->u_prev)
+      p->u_prev = malloc(sizeof(float) * 3 * (size_t)cells);
+    if (!rho || !u || !p->u_prev) {
+      st = ts_error(TS_ERR_NOMEM, "out of memory");
+    } else {
+      part_moments(s, p, rho, u);
+      for (int64_t m = 0; m < cells; m++) {
+        if (isnan(rho[m]))
+          continue;
+        for (int a = 0; a < 3; a++) {
+          if (s->have_change)
+            change = fmax(change, fabs((double)u[m][a] - p->u_prev[3 * m + a]));
+          p->u_prev[3 * m + a] = u[m][a];
+        }
+      }
+    }
+    free(rho);
+    free(u);
+  }
+  st = ts_comm_agree(s->comm, st);
+  if (st == TS_OK)
+    st = ts_comm_max(s->comm, &change, 1);
+  s->have_change = 1;
+  *max_change = change;
+  return st;
+}

@@ -1,0 +1,114 @@
+/* Private state of the lattice Boltzmann solver. Nodes are the cells of the box plus a frame of
+ * one node on each side of every axis the lattice uses, where the faces' boundary conditions
+ * live (walls, moving walls, equilibrium inlets and outlets, periodic images). Node (x, y, z)
+ * is cell (x - 1, y - 1, z - 1). The cells are split into subdomains; a part owns the nodes of
+ * its cells and the frame nodes next to them, and stores them with one more layer on every side
+ * (halo copies of its neighbours' nodes, or never-read nodes outside the frame).
+ *
+ * Streaming is in place with the AA pattern: an even step reads the populations of a node from
+ * its own slots and writes them back to the opposite slots; an odd step reads each incoming
+ * population from the opposite slot of the neighbour it comes from and writes each outgoing one
+ * to its own slot in the neighbour it goes to. So even steps need no neighbour; before an odd
+ * step the halos get the populations their neighbours will read (forward exchange), and after
+ * it the populations pushed into halo nodes go back to their owners (reverse exchange: faces
+ * first, then edges and corners, whose values win where both reach a node). */
+#ifndef TESSERA_LBM_INTERNAL_H
+#define TESSERA_LBM_INTERNAL_H
+
+#include "tessera/halo.h"
+#include "tessera/lbm.h"
+
+/* Node kinds (low 4 bits of the type byte; the high bits hold the face of boundary nodes). */
+enum {
+  LBM_FLUID = 0, /* computed */
+  LBM_SOLID,     /* bounce-back, never computed */
+  LBM_MOVING,    /* bounce-back with the face's wall velocity, never computed */
+  LBM_INLET,     /* computed, relaxed to the equilibrium of the face's velocity */
+  LBM_OUTLET,    /* computed, relaxed to the equilibrium of the face's density */
+  LBM_PERIODIC   /* frame node holding the image of the opposite face's node */
+};
+
+static inline int lbm_kind(unsigned char type) { return type & 15; }
+static inline int lbm_face_of(unsigned char type) { return type >> 4; }
+/* Nodes whose slots the neighbours stream through (the others reflect). */
+static inline int lbm_streams(unsigned char type) {
+  int k = lbm_kind(type);
+  return k != LBM_SOLID && k != LBM_MOVING;
+}
+static inline int lbm_computed(unsigned char type) {
+  int k = lbm_kind(type);
+  return k == LBM_FLUID || k == LBM_INLET || k == LBM_OUTLET;
+}
+
+/* What the kernels need of a run, in float. */
+typedef struct lbm_consts {
+  float omega, omega_minus, tau, smag18, force[3];
+  int trt;
+  float wall_u[6][3]; /* moving walls and inlets, per face */
+  float face_rho[6];  /* outlets, per face */
+} lbm_consts;
+
+typedef struct lbm_part {
+  int sub;
+  ts_box own;    /* owned nodes, global node coordinates */
+  int lo[3];     /* global node coordinates of local node (0, 0, 0) */
+  int len[3];    /* local nodes per axis */
+  int64_t plane; /* nodes of the local array */
+  void *f;       /* LBM_Q planes of populations (deviation from the weights) */
+  unsigned char *type;
+  float *u_prev; /* velocities at the last ts_lbm_change, 3 per local node */
+  /* Owned periodic frame nodes: their node, the partner they image, and the slots that nodes
+   * pushing into them fill (sent on to the partner after an odd step). */
+  int nperiodic;
+  int64_t *periodic_node, *periodic_partner;
+  uint32_t *periodic_pushed;
+  /* Slots of owned nodes that a reverse exchange overwrites although their population came
+   * from a wall (bounce-back at a subdomain border): saved before, restored after. */
+  int nkeep;
+  int64_t *keep_slot; /* q * plane + node */
+  char *keep_value;   /* nkeep populations */
+} lbm_part;
+
+static inline int64_t lbm_local(const lbm_part *p, int x, int y, int z) {
+  return (x - p->lo[0]) + (int64_t)p->len[0] * ((y - p->lo[1]) + (int64_t)p->len[1] * (z - p->lo[2]));
+}
+
+/* The loops of one lattice and storage (lbm_kernels.c, compiled once per pair). */
+typedef struct lbm_kernels {
+  int q;
+  size_t elem;                  /* bytes per population */
+  int (*velocity)(int q, int a); /* component a of direction q's velocity */
+  int (*opposite)(int q);
+  /* Every node at the equilibrium of its initial state (even layout). */
+  ts_status (*init)(lbm_part *p, const ts_lbm_params *params, const lbm_consts *k);
+  void (*even)(lbm_part *p, const lbm_consts *k);
+  void (*odd)(lbm_part *p, const lbm_consts *k);
+  /* Density and velocity of a computed node, before the step with parity `odd` (0: even). */
+  void (*moments)(const lbm_part *p, const lbm_consts *k, int odd, int64_t node, float *rho,
+                  float u[3]);
+} lbm_kernels;
+
+extern const lbm_kernels lbm_kernels_d2q9_fp32, lbm_kernels_d2q9_fp16;
+extern const lbm_kernels lbm_kernels_d3q19_fp32, lbm_kernels_d3q19_fp16;
+
+struct ts_lbm {
+  ts_lbm_params p;
+  const ts_comm *comm;
+  int rank, nranks, dim;
+  int nodes[3]; /* nodes per axis (cells + frame) */
+  const lbm_kernels *k;
+  lbm_consts consts;
+  ts_decomp decomp;  /* of the cells */
+  ts_box *own;       /* owned nodes per subdomain */
+  ts_box *window;    /* owned nodes and their halo per subdomain */
+  int *sub_rank;
+  int nparts;
+  lbm_part *parts;
+  ts_halo_field *fields; /* per subdomain */
+  uint32_t mask_forward[TS_HALO_DIRS], mask_faces[TS_HALO_DIRS], mask_diagonal[TS_HALO_DIRS];
+  ts_halo_plan *forward, *back_faces, *back_diagonal;
+  int64_t steps, fluid_cells;
+  int have_change;
+};
+
+#endif
