@@ -73,8 +73,9 @@ static LBM_INLINE void gather_incoming(const lbm_part *p, const lbm_consts *k,
   }
 }
 
+/* Threads only where a step has enough work to pay for starting them. */
 #define FOR_OWNED(p, n)                                                                           \
-  _Pragma("omp parallel for collapse(2) schedule(static)")                                        \
+  _Pragma("omp parallel for collapse(2) schedule(static) if ((p)->plane > 50000)")                \
   for (int z = (p)->own.lo[2]; z < (p)->own.hi[2]; z++)                                           \
     for (int y = (p)->own.lo[1]; y < (p)->own.hi[1]; y++)                                         \
       for (int64_t n = lbm_local(p, (p)->own.lo[0], y, z),                                        \
