@@ -164,8 +164,8 @@ static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel 
     ts_swe_run run;
     long most = steps ? steps - done : 10;
     double target = ts_swe_time(s) + 1e9;
-    st = ts_swe_advance(s, target, target, most < TS_SWE_ADVANCE_MAX ? (int)most : TS_SWE_ADVANCE_MAX,
-                        &run);
+    st = ts_swe_advance(s, target, target,
+                        most < TS_SWE_ADVANCE_MAX ? (int)most : TS_SWE_ADVANCE_MAX, &run);
     done += run.taken;
     double e = omp_get_wtime() - t0;
     ts_comm_max(ts_comm_world(), &e, 1); /* every rank stops after the same step */

@@ -53,7 +53,7 @@ typedef struct ts_halo_spec {
    * sender (the box lies in its halo in that direction): plans that send cells of the halo
    * back to their owners, such as populations pushed across a face (lattice Boltzmann). */
   const ts_box *src_owned;
-  int include_self;        /* also move src[s] ∩ dst[s] (when migrating between layouts) */
+  int include_self; /* also move src[s] ∩ dst[s] (when migrating between layouts) */
   int nfields;
   const ts_halo_field *layout; /* nfields entries: ncomp, elem and dir_mask (pointers unused) */
 } ts_halo_spec;

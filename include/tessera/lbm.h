@@ -26,11 +26,11 @@ typedef enum ts_lbm_storage { TS_LBM_FP32 = 0, TS_LBM_FP16 } ts_lbm_storage;
 enum { TS_LBM_WEST = 0, TS_LBM_EAST, TS_LBM_SOUTH, TS_LBM_NORTH, TS_LBM_BOTTOM, TS_LBM_TOP };
 
 typedef enum ts_lbm_face_type {
-  TS_LBM_WALL = 0,  /* no-slip, half-way bounce-back */
-  TS_LBM_MOVING,    /* a wall moving tangentially with velocity u (bounce-back with momentum) */
-  TS_LBM_PERIODIC,  /* wraps to the opposite face (which must be periodic too) */
-  TS_LBM_VELOCITY,  /* inlet: equilibrium nodes with velocity u and the density of the flow */
-  TS_LBM_PRESSURE   /* outlet: equilibrium nodes with density rho and the velocity of the flow */
+  TS_LBM_WALL = 0, /* no-slip, half-way bounce-back */
+  TS_LBM_MOVING,   /* a wall moving tangentially with velocity u (bounce-back with momentum) */
+  TS_LBM_PERIODIC, /* wraps to the opposite face (which must be periodic too) */
+  TS_LBM_VELOCITY, /* inlet: equilibrium nodes with velocity u and the density of the flow */
+  TS_LBM_PRESSURE  /* outlet: equilibrium nodes with density rho and the velocity of the flow */
 } ts_lbm_face_type;
 
 typedef struct ts_lbm_face {
@@ -79,7 +79,7 @@ typedef enum ts_lbm_var {
   TS_LBM_UX,
   TS_LBM_UY,
   TS_LBM_UZ,
-  TS_LBM_SPEED, /* |u| */
+  TS_LBM_SPEED,    /* |u| */
   TS_LBM_VORTICITY /* |curl u| (central differences, one-sided at walls) */
 } ts_lbm_var;
 

@@ -79,8 +79,7 @@ ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_ki
                            *subdomains);
   if (*subdomains != tiles)
     return ts_config_error(cfg, "parallel", "decomposition",
-                           "%d x %d tiles but [parallel] subdomains = %d", p[0], p[1],
-                           *subdomains);
+                           "%d x %d tiles but [parallel] subdomains = %d", p[0], p[1], *subdomains);
   return TS_OK;
 }
 

@@ -71,8 +71,8 @@ static void compare(const char *name, const ts_lbm_params *p, const split *split
       double *got = run(p, sp->subdomains, sp->kind, sp->parts, steps);
       int64_t d = got ? differing(ref, got, 4 * cells) : -1;
       CHECK(d == 0, "%s: %d subdomains (%s %dx%dx%d), %d steps: %lld values differ", name,
-            sp->subdomains, ts_decomp_kind_name(sp->kind), sp->parts[0], sp->parts[1],
-            sp->parts[2], steps, (long long)d);
+            sp->subdomains, ts_decomp_kind_name(sp->kind), sp->parts[0], sp->parts[1], sp->parts[2],
+            steps, (long long)d);
       free(got);
     }
     free(ref);
@@ -94,8 +94,10 @@ int main(void) {
       solid[i + 37 * j] = (i - 18) * (i - 18) + (j - 14) * (j - 14) <= 16;
   p.solid = solid;
   p.initial = swirl;
-  split splits2d[] = {{2, TS_DECOMP_ROWS, {0}},    {3, TS_DECOMP_COLUMNS, {0}},
-                      {4, TS_DECOMP_TILES, {2, 2}}, {6, TS_DECOMP_AUTO, {0}},
+  split splits2d[] = {{2, TS_DECOMP_ROWS, {0}},
+                      {3, TS_DECOMP_COLUMNS, {0}},
+                      {4, TS_DECOMP_TILES, {2, 2}},
+                      {6, TS_DECOMP_AUTO, {0}},
                       {9, TS_DECOMP_TILES, {3, 3}}};
   compare("D2Q9 cavity, obstacle", &p, splits2d, 5);
 
@@ -131,15 +133,13 @@ int main(void) {
   for (int k = 0; k < 13; k++)
     for (int j = 0; j < 14; j++)
       for (int i = 0; i < 17; i++)
-        ball[i + 17 * (j + 14 * k)] = (i - 8) * (i - 8) + (j - 7) * (j - 7) + (k - 6) * (k - 6) <= 9;
+        ball[i + 17 * (j + 14 * k)] =
+            (i - 8) * (i - 8) + (j - 7) * (j - 7) + (k - 6) * (k - 6) <= 9;
   p.solid = ball;
   p.initial = swirl;
-  split splits3d[] = {{2, TS_DECOMP_ROWS, {0}},
-                      {3, TS_DECOMP_COLUMNS, {0}},
-                      {4, TS_DECOMP_TILES, {2, 2, 1}},
-                      {4, TS_DECOMP_TILES, {2, 1, 2}},
-                      {8, TS_DECOMP_TILES, {2, 2, 2}},
-                      {6, TS_DECOMP_AUTO, {0}}};
+  split splits3d[] = {{2, TS_DECOMP_ROWS, {0}},        {3, TS_DECOMP_COLUMNS, {0}},
+                      {4, TS_DECOMP_TILES, {2, 2, 1}}, {4, TS_DECOMP_TILES, {2, 1, 2}},
+                      {8, TS_DECOMP_TILES, {2, 2, 2}}, {6, TS_DECOMP_AUTO, {0}}};
   compare("D3Q19 lid box, sphere, TRT", &p, splits3d, 6);
   p.storage = TS_LBM_FP16;
   p.collision = TS_LBM_SRT;

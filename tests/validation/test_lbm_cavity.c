@@ -27,12 +27,12 @@ static const double ghia_x[17] = {1.0000, 0.9688, 0.9609, 0.9531, 0.9453, 0.9063
                                   0.8594, 0.8047, 0.5000, 0.2344, 0.2266, 0.1563,
                                   0.0938, 0.0781, 0.0703, 0.0625, 0.0000};
 static const double ghia_v[3][17] = {
-    {0.0, -0.05906, -0.07391, -0.08864, -0.10313, -0.16914, -0.22445, -0.24533, 0.05454,
-     0.17527, 0.17507, 0.16077, 0.12317, 0.10890, 0.10091, 0.09233, 0.0},
-    {0.0, -0.12146, -0.15663, -0.19254, -0.22847, -0.23827, -0.44993, -0.38598, 0.05186,
-     0.30174, 0.30203, 0.28124, 0.22965, 0.20920, 0.19713, 0.18360, 0.0},
-    {0.0, -0.21388, -0.27669, -0.33714, -0.39188, -0.51550, -0.42665, -0.31966, 0.02526,
-     0.32235, 0.33075, 0.37095, 0.32627, 0.30353, 0.29012, 0.27485, 0.0}};
+    {0.0, -0.05906, -0.07391, -0.08864, -0.10313, -0.16914, -0.22445, -0.24533, 0.05454, 0.17527,
+     0.17507, 0.16077, 0.12317, 0.10890, 0.10091, 0.09233, 0.0},
+    {0.0, -0.12146, -0.15663, -0.19254, -0.22847, -0.23827, -0.44993, -0.38598, 0.05186, 0.30174,
+     0.30203, 0.28124, 0.22965, 0.20920, 0.19713, 0.18360, 0.0},
+    {0.0, -0.21388, -0.27669, -0.33714, -0.39188, -0.51550, -0.42665, -0.31966, 0.02526, 0.32235,
+     0.33075, 0.37095, 0.32627, 0.30353, 0.29012, 0.27485, 0.0}};
 
 /* Column `col` of a line CSV (and its position column) into at most 4096 points. */
 static int read_line(const char *path, const char *pos_col, const char *col, double *pos,
@@ -75,8 +75,8 @@ static double interpolate(const double *pos, const double *val, int n, double x)
 }
 
 /* Largest |profile - Ghia| over the interior table points (skip: an index left out, or -1). */
-static double line_error(const char *path, const char *pos_col, const char *col,
-                         const double *gpos, const double *gval, int skip) {
+static double line_error(const char *path, const char *pos_col, const char *col, const double *gpos,
+                         const double *gval, int skip) {
   static double pos[4096], val[4096];
   int n = read_line(path, pos_col, col, pos, val);
   if (n < 2)
@@ -92,15 +92,14 @@ static int cavity(const char *binary, const char *source, int re_index, int nx,
                   const char *collision, const char *storage, double tolerance) {
   static const int reynolds[3] = {100, 400, 1000};
   char dir[512], cmd[2048], path[600];
-  snprintf(dir, sizeof dir, "lbm_cavity_re%d_%d_%s_%s", reynolds[re_index], nx, collision,
-           storage);
+  snprintf(dir, sizeof dir, "lbm_cavity_re%d_%d_%s_%s", reynolds[re_index], nx, collision, storage);
   snprintf(cmd, sizeof cmd,
            "%s run %s/examples/cavity2d/cavity2d.ini --set lbm.reynolds=%d --set lbm.nx=%d "
            "--set lbm.collision=%s --set lbm.storage=%s --set output.formats=png --out %s --quiet",
            binary, source, reynolds[re_index], nx, collision, storage, dir);
   int rc = system(cmd);
-  CHECK(rc == 0, "Re %d, %d x %d, %s %s: the run succeeded", reynolds[re_index], nx, nx,
-        collision, storage);
+  CHECK(rc == 0, "Re %d, %d x %d, %s %s: the run succeeded", reynolds[re_index], nx, nx, collision,
+        storage);
   if (rc != 0)
     return 1;
   snprintf(path, sizeof path, "%s/summary.json", dir);

@@ -42,15 +42,15 @@ static ts_status check_params(const ts_lbm_params *p, int dim) {
       return ts_error(TS_ERR_INPUT, "lbm: a 2D lattice has one cell along z (got %d)", p->n[a]);
   }
   for (int a = 0; a < dim; a++) {
-    int lo = p->face[2 * a].type == TS_LBM_PERIODIC, hi = p->face[2 * a + 1].type == TS_LBM_PERIODIC;
+    int lo = p->face[2 * a].type == TS_LBM_PERIODIC,
+        hi = p->face[2 * a + 1].type == TS_LBM_PERIODIC;
     if (lo != hi)
       return ts_error(TS_ERR_INPUT, "lbm: the %s face is periodic but the %s face is not",
                       face_names[lo ? 2 * a : 2 * a + 1], face_names[lo ? 2 * a + 1 : 2 * a]);
   }
   for (int f = 0; f < 2 * dim; f++)
     if (p->face[f].type == TS_LBM_PRESSURE && !(p->face[f].rho > 0))
-      return ts_error(TS_ERR_INPUT, "lbm: the %s outlet's density must be positive",
-                      face_names[f]);
+      return ts_error(TS_ERR_INPUT, "lbm: the %s outlet's density must be positive", face_names[f]);
   return TS_OK;
 }
 
@@ -109,7 +109,8 @@ static unsigned char node_type(const ts_lbm *s, const int c[3]) {
                                   [TS_LBM_PERIODIC] = 0};
   int best = -1;
   for (int f = 0; f < 6; f++)
-    if (faces >> f & 1 && (best < 0 || strength[s->p.face[f].type] > strength[s->p.face[best].type]))
+    if (faces >> f & 1 &&
+        (best < 0 || strength[s->p.face[f].type] > strength[s->p.face[best].type]))
       best = f;
   unsigned char face = (unsigned char)(best << 4);
   switch (s->p.face[best].type) {
@@ -537,8 +538,8 @@ static ts_status gather_moments(ts_lbm *s, double *out) {
   double *mine = malloc(sizeof(double) * 4 * (size_t)(mine_cells + 1));
   int64_t total = (int64_t)s->p.n[0] * s->p.n[1] * s->p.n[2];
   double *all = s->rank == 0 ? malloc(sizeof(double) * 4 * (size_t)total) : NULL;
-  ts_status st = counts && mine && (s->rank != 0 || all) ? TS_OK
-                                                          : ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_status st =
+      counts && mine && (s->rank != 0 || all) ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
   double *w = mine;
   for (int k = 0; k < s->nparts && st == TS_OK; k++) {
     int64_t cells = ts_box_cells(&s->decomp.boxes[s->parts[k].sub]);

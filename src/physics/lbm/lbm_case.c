@@ -83,8 +83,9 @@ static ts_status read_viscosity(lbm_case *k) {
     }
   }
   if (si_given != 0 && si_given != 3)
-    return ts_error(TS_ERR_INPUT, "%s: [lbm] physical_length, physical_velocity and "
-                                  "physical_viscosity go together",
+    return ts_error(TS_ERR_INPUT,
+                    "%s: [lbm] physical_length, physical_velocity and "
+                    "physical_viscosity go together",
                     ts_config_file(k->cfg));
   const char *ways[3] = {"reynolds", "viscosity", "tau"};
   int given = si_given ? 1 : 0;
@@ -133,9 +134,9 @@ static ts_status read_vector(lbm_case *k, const char *key, double v[3]) {
   TS_CALL(ts_config_double_list(k->cfg, "lbm", key, &n, &list));
   if (!list)
     return TS_OK;
-  ts_status st = n == k->dim ? TS_OK
-                             : ts_config_error(k->cfg, "lbm", key, "needs %d components (got %d)",
-                                               k->dim, n);
+  ts_status st =
+      n == k->dim ? TS_OK
+                  : ts_config_error(k->cfg, "lbm", key, "needs %d components (got %d)", k->dim, n);
   for (int a = 0; a < n && st == TS_OK; a++)
     v[a] = list[a];
   free(list);
@@ -170,7 +171,8 @@ static ts_status read_faces(lbm_case *k) {
       return ts_config_error(k->cfg, "lbm", key, "must be positive");
   }
   for (int a = 0; a < k->dim; a++)
-    if ((k->p.face[2 * a].type == TS_LBM_PERIODIC) != (k->p.face[2 * a + 1].type == TS_LBM_PERIODIC))
+    if ((k->p.face[2 * a].type == TS_LBM_PERIODIC) !=
+        (k->p.face[2 * a + 1].type == TS_LBM_PERIODIC))
       return ts_config_error(k->cfg, "lbm", face_keys[2 * a],
                              "periodic faces come in pairs: %s and %s", face_keys[2 * a],
                              face_keys[2 * a + 1]);
@@ -209,7 +211,8 @@ static ts_status read_geometry(lbm_case *k) {
   }
   double nx = k->p.n[0];
   for (int64_t c = 0; c < cells && st == TS_OK && k->solid; c++) {
-    int64_t idx[3] = {c % k->p.n[0], (c / k->p.n[0]) % k->p.n[1], c / ((int64_t)k->p.n[0] * k->p.n[1])};
+    int64_t idx[3] = {c % k->p.n[0], (c / k->p.n[0]) % k->p.n[1],
+                      c / ((int64_t)k->p.n[0] * k->p.n[1])};
     double x[3];
     for (int a = 0; a < 3; a++)
       x[a] = (idx[a] + 0.5) / nx;
@@ -550,8 +553,9 @@ static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_res
 
 static void report(const lbm_case *k, FILE *out) {
   static const char *const lattices[] = {"D2Q9", "D3Q19"}, *const collisions[] = {"SRT", "TRT"};
-  fprintf(out, "lbm: %s %s %s, %d x %d x %d cells, tau %.6g, viscosity %.6g, U %.4g: Re %.6g, "
-               "Ma %.3g",
+  fprintf(out,
+          "lbm: %s %s %s, %d x %d x %d cells, tau %.6g, viscosity %.6g, U %.4g: Re %.6g, "
+          "Ma %.3g",
           lattices[k->p.lattice], collisions[k->p.collision],
           k->p.storage == TS_LBM_FP16 ? "fp16" : "fp32", k->p.n[0], k->p.n[1], k->p.n[2], k->p.tau,
           k->viscosity, k->velocity, k->reynolds, k->mach);
@@ -587,8 +591,8 @@ static ts_status run(const lbm_case *k, const ts_case_options *opt, ts_lbm *s, r
   r->mlups = r->wall > 0 ? (double)ts_lbm_fluid_cells(s) * (double)r->steps / r->wall / 1e6 : 0;
   if (!opt->quiet && k->root)
     fprintf(opt->progress, "%slbm: %lld steps%s, change %.3g, %.3g s, %.1f MLUPs\n",
-            tty ? "\r" : "", (long long)r->steps, r->steady ? " (steady)" : "", r->change,
-            r->wall, r->mlups);
+            tty ? "\r" : "", (long long)r->steps, r->steady ? " (steady)" : "", r->change, r->wall,
+            r->mlups);
   return TS_OK;
 }
 

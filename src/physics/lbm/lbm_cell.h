@@ -58,7 +58,7 @@ typedef struct lbm_model {
   float omega;       /* 1 / tau */
   float omega_minus; /* TRT: the antisymmetric rate from the magic parameter; SRT: omega */
   float tau;
-  float smag18;      /* 18 sqrt(2) C_s^2 (Smagorinsky), 0: off */
+  float smag18; /* 18 sqrt(2) C_s^2 (Smagorinsky), 0: off */
   float force[3];
   int trt;
 } lbm_model;
@@ -101,7 +101,7 @@ TS_HD static LBM_INLINE float lbm_collide(const lbm_model *m, float f[LBM_Q], fl
     /* the non-equilibrium momentum flux gives the strain rate; tau grows by the eddy viscosity */
     float pi[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
     LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++) {
+    for (int q = 0; q < LBM_Q; q++) {
       float neq = f[q] - feq[q];
       for (int a = 0; a < LBM_DIM; a++)
         for (int b = 0; b < LBM_DIM; b++)

@@ -70,13 +70,14 @@ typedef struct lbm_part {
 } lbm_part;
 
 static inline int64_t lbm_local(const lbm_part *p, int x, int y, int z) {
-  return (x - p->lo[0]) + (int64_t)p->len[0] * ((y - p->lo[1]) + (int64_t)p->len[1] * (z - p->lo[2]));
+  return (x - p->lo[0]) +
+         (int64_t)p->len[0] * ((y - p->lo[1]) + (int64_t)p->len[1] * (z - p->lo[2]));
 }
 
 /* The loops of one lattice and storage (lbm_kernels.c, compiled once per pair). */
 typedef struct lbm_kernels {
   int q;
-  size_t elem;                  /* bytes per population */
+  size_t elem;                   /* bytes per population */
   int (*velocity)(int q, int a); /* component a of direction q's velocity */
   int (*opposite)(int q);
   /* Every node at the equilibrium of its initial state (even layout). */
@@ -98,9 +99,9 @@ struct ts_lbm {
   int nodes[3]; /* nodes per axis (cells + frame) */
   const lbm_kernels *k;
   lbm_consts consts;
-  ts_decomp decomp;  /* of the cells */
-  ts_box *own;       /* owned nodes per subdomain */
-  ts_box *window;    /* owned nodes and their halo per subdomain */
+  ts_decomp decomp; /* of the cells */
+  ts_box *own;      /* owned nodes per subdomain */
+  ts_box *window;   /* owned nodes and their halo per subdomain */
   int *sub_rank;
   int nparts;
   lbm_part *parts;

@@ -23,8 +23,8 @@ static void neighbour_offsets(const lbm_part *p, int64_t off[LBM_Q]) {
 }
 
 static lbm_model model_of(const lbm_consts *k) {
-  lbm_model m = {k->omega, k->omega_minus, k->tau, k->smag18,
-                 {k->force[0], k->force[1], k->force[2]}, k->trt};
+  lbm_model m = {
+      k->omega, k->omega_minus, k->tau, k->smag18, {k->force[0], k->force[1], k->force[2]}, k->trt};
   return m;
 }
 
@@ -38,7 +38,8 @@ static LBM_INLINE float wall_term(const lbm_consts *k, unsigned char type, int q
 }
 
 /* The post-collision populations of a computed node from its incoming ones f (in place). */
-static LBM_INLINE void relax(const lbm_model *m, const lbm_consts *k, unsigned char type, float f[LBM_Q]) {
+static LBM_INLINE void relax(const lbm_model *m, const lbm_consts *k, unsigned char type,
+                             float f[LBM_Q]) {
   int kind = lbm_kind(type);
   float u[3];
   if (kind == LBM_FLUID) {
@@ -74,13 +75,13 @@ static LBM_INLINE void gather_incoming(const lbm_part *p, const lbm_consts *k,
 }
 
 /* Threads only where a step has enough work to pay for starting them. */
-#define FOR_OWNED(p, n)                                                                           \
-  _Pragma("omp parallel for collapse(2) schedule(static) if ((p)->plane > 50000)")                \
-  for (int z = (p)->own.lo[2]; z < (p)->own.hi[2]; z++)                                           \
-    for (int y = (p)->own.lo[1]; y < (p)->own.hi[1]; y++)                                         \
-      for (int64_t n = lbm_local(p, (p)->own.lo[0], y, z),                                        \
-                   n##_end = n + ((p)->own.hi[0] - (p)->own.lo[0]);                               \
-           n < n##_end; n++)
+#define FOR_OWNED(p, n)                                                                            \
+  _Pragma("omp parallel for collapse(2) schedule(static) if ((p)->plane > 50000)") for (           \
+      int z = (p)->own.lo[2]; z < (p)->own.hi[2];                                                  \
+      z++) for (int y = (p)->own.lo[1]; y < (p)->own.hi[1];                                        \
+                y++) for (int64_t n = lbm_local(p, (p)->own.lo[0], y, z),                          \
+                          n##_end = n + ((p)->own.hi[0] - (p)->own.lo[0]);                         \
+                          n < n##_end; n++)
 
 static void kernels_even(lbm_part *p, const lbm_consts *k) {
   lbm_model m = model_of(k);

@@ -929,8 +929,8 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
 /* The time loop from the solver's current state (t = 0 or a checkpoint), then the final
  * outputs. Steps are shortened only to land on output times and the end time, so a restarted
  * run takes the same steps as an uninterrupted one. */
-static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe *s,
-                          run_state *rs, gauge_log *log) {
+static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe *s, run_state *rs,
+                          gauge_log *log) {
   size_t ncells = (size_t)k->bed.ncols * k->bed.nrows;
   double *work[5] = {0};
   snapshot_files *snaps = calloc((size_t)k->nout, sizeof *snaps);
@@ -1045,7 +1045,6 @@ static ts_status automatic_png_depth_max(const ts_swe *s, double *depth_max) {
   *depth_max = top > 0 ? top : 1.0;
   return st;
 }
-
 
 ts_status ts_swe_case_run(const ts_case_options *opt) {
   swe_case k;

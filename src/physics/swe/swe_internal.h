@@ -24,8 +24,8 @@ typedef struct swe_kernels swe_kernels;
 /* What a run of steps on the device did (swe_kernels.finish_steps). */
 typedef struct swe_steps_report {
   ts_swe_run steps; /* taken, with their times and lengths */
-  int bad;            /* the last step taken produced a non-finite value */
-  int collapsed;      /* the step after the last one collapsed to collapsed_dt */
+  int bad;          /* the last step taken produced a non-finite value */
+  int collapsed;    /* the step after the last one collapsed to collapsed_dt */
   double collapsed_dt;
 } swe_steps_report;
 
@@ -223,8 +223,7 @@ double swe_inflow_unit(const swe_part *s, int side, double t, int signed_axis);
  * lands on it exactly (target - t may not be representable in the working precision). Host and
  * device: the GPUs compute the step without the host. */
 TS_HD static inline double swe_time_step(double ax, double ay, double cfl, double dx, double dy,
-                                         double t, double target, int is_double,
-                                         double *t_after) {
+                                         double t, double target, int is_double, double *t_after) {
   double dt_max = target - t, lim = INFINITY;
   if (ax > 0)
     lim = fmin(lim, cfl * dx / ax);

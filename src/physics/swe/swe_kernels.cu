@@ -692,8 +692,8 @@ static __global__ void k_dt(swe_clock *clock, swe_bits *amax, double cfl, double
   double ax = (double)swe_from_bits(amax[0]), ay = (double)swe_from_bits(amax[1]);
   amax[0] = amax[1] = 0;
   double t_after;
-  double dt = swe_time_step(ax, ay, cfl, dx, dy, clock->t, clock->target, sizeof(ts_real) == 8,
-                            &t_after);
+  double dt =
+      swe_time_step(ax, ay, cfl, dx, dy, clock->t, clock->target, sizeof(ts_real) == 8, &t_after);
   clock->dt = dt;
   if (!(dt > 0)) {
     clock->collapsed = clock->idle = 1;
@@ -893,8 +893,8 @@ static void gpu_time_step(swe_part *s, const double amax[2]) {
 static void gpu_end_step(swe_part *s) {
   swe_gpu *g = use(s);
   max_ptrs max = {{g->max[0], g->max[1], g->max[2], g->max[3]}};
-  k_step_end<<<1, 128, 0, g->stream>>>(g->clock, g->log, g->dev, swe_part_consts(s), max,
-                                       g->watch, g->hydro);
+  k_step_end<<<1, 128, 0, g->stream>>>(g->clock, g->log, g->dev, swe_part_consts(s), max, g->watch,
+                                       g->hydro);
 }
 
 /* The first stage imposes the clock's inflow discharges on its stored fluxes; the second
@@ -1039,8 +1039,8 @@ static void gpu_finish_steps(swe_part *s, swe_steps_report *report) {
         "copy of the step log");
   if (g->watch.n > 0)
     check(cudaMemcpyAsync(g->watch_host, g->watch.rows,
-                          TS_SWE_ADVANCE_MAX * watch_row_bytes(g->watch.n),
-                          cudaMemcpyDeviceToHost, g->stream),
+                          TS_SWE_ADVANCE_MAX * watch_row_bytes(g->watch.n), cudaMemcpyDeviceToHost,
+                          g->stream),
           "copy of the watched cells");
   check(cudaStreamSynchronize(g->stream), "steps");
   const swe_clock *c = g->clock_host;
@@ -1082,8 +1082,7 @@ static ts_status gpu_watch(swe_part *s, const int64_t *cells, int n) {
     e = cudaMallocHost((void **)&g->watch_host, rows);
   g->watch_list = (int64_t *)malloc(list);
   if (e != cudaSuccess || !g->watch_list)
-    return ts_error(TS_ERR_NOMEM, "swe: no memory for %d watched cells on device %d", n,
-                    s->device);
+    return ts_error(TS_ERR_NOMEM, "swe: no memory for %d watched cells on device %d", n, s->device);
   memcpy(g->watch_list, cells, list);
   g->watch.n = n;
   return TS_OK;

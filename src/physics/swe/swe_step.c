@@ -245,8 +245,7 @@ static void phase_update(swe_part *p, void *arg) {
   double t0 = omp_get_wtime();
   p->k->impose_inflow(p, w->t_stage);
   p->k->drain(p, shrink(p, SWE_STAGE_REACH * w->m + 2), w->dt);
-  int bad =
-      p->k->update(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt, w->stage);
+  int bad = p->k->update(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt, w->stage);
   if (w->bad)
     w->bad[part_index(w->s, p)] |= bad;
   p->compute_s += omp_get_wtime() - t0;
@@ -386,8 +385,8 @@ ts_status swe_step(ts_swe *s, double target, double *dt_taken) {
 }
 
 int swe_steps_on_device(const ts_swe *s) {
-  return s->backend == TS_BACKEND_CUDA && s->nparts == 1 && s->decomp.count == 1 &&
-         s->tuning < 0 && s->early_exit >= 0 && s->parts[0]->k->capture_step;
+  return s->backend == TS_BACKEND_CUDA && s->nparts == 1 && s->decomp.count == 1 && s->tuning < 0 &&
+         s->early_exit >= 0 && s->parts[0]->k->capture_step;
 }
 
 ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
@@ -411,12 +410,12 @@ ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps
     s->t = p->t = run->t[run->taken - 1];
     s->steps += run->taken;
     if (report->bad)
-      return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)",
-                      t_before, (long long)s->steps);
+      return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)", t_before,
+                      (long long)s->steps);
   }
   if (report->collapsed)
-    return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s",
-                    report->collapsed_dt, s->t);
+    return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", report->collapsed_dt,
+                    s->t);
   return TS_OK;
 }
 
