@@ -92,8 +92,10 @@ void ts_swe_destroy(ts_swe *s);
  * dry elsewhere, and restarts the maxima. A lake defined this way is exactly at rest. */
 ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta);
 
-/* Collective. Advances one full time step with dt = min(CFL time step, dt_max). *dt_taken gets the
- * step. Fails with TS_ERR_NUMERIC if the state becomes non-finite. */
+/* Collective. Advances one full time step with dt = min(CFL time step, dt_max): the step of
+ * ts_swe_advance towards target = time + dt_max, so a step shortened to dt_max lands on that
+ * target (its length is target - time, which may differ from dt_max in the last bit). *dt_taken
+ * gets the step. Fails with TS_ERR_NUMERIC if the state becomes non-finite. */
 ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken);
 
 /* The steps of one ts_swe_advance: how many, and the time after and length of each. */
@@ -144,8 +146,8 @@ ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const
  * ts_swe_probe_step can read them at any of its steps (gauges). Replaces the previous list. */
 ts_status ts_swe_watch(ts_swe *s, int n, const int *i, const int *j);
 
-/* Collective. ts_swe_probe after step k (0 <= k < taken) of the last ts_swe_advance; before its
- * last step only the watched cells can be read. */
+/* Collective. ts_swe_probe after step k (0 <= k < taken) of the last ts_swe_advance, for
+ * watched cells (ts_swe_probe reads any cell after the last step). */
 ts_status ts_swe_probe_step(const ts_swe *s, int k, int n, const int *i, const int *j,
                             const ts_swe_var *var, double *out);
 

@@ -941,7 +941,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     if (!(work[v] = malloc(sizeof(double) * ncells)))
       st = ts_error(TS_ERR_NOMEM, "out of memory");
   if (st == TS_OK && k->has_gauges)
-    st = ts_swe_watch(s, k->gauges.n, k->gauges.i, k->gauges.j);
+    st = ts_comm_agree(k->comm, ts_swe_watch(s, k->gauges.n, k->gauges.i, k->gauges.j));
   if (st == TS_OK && k->has_gauges && !opt->restart) {
     st = record_gauges(k, s, log, -1, ts_swe_time(s));
     rs->next_gauge = k->gauge_interval;

@@ -99,7 +99,8 @@ struct watch_t {
 };
 
 __host__ __device__ static inline size_t watch_row_bytes(int n) {
-  return (size_t)n * (4 * sizeof(double) + 5 * sizeof(ts_real));
+  size_t bytes = (size_t)n * (4 * sizeof(double) + 5 * sizeof(ts_real));
+  return (bytes + 7) & ~(size_t)7; /* rows start at doubles */
 }
 
 /* Device side of a part: a device array for every host array of the layout, the maxima, the
@@ -675,6 +676,15 @@ static __global__ void k_tile_dilate(const unsigned char *wet, int tiles_x, int 
 
 /* ------------------------------------------------------------------ the clock */
 
+/* The clock at time t (the first stage's inflow discharges from the device's hydrographs, as
+ * every later step computes them), with no run of steps under way. */
+static __global__ void k_clock_start(swe_clock *clock, double t, hydro_t hydro) {
+  memset(clock, 0, sizeof *clock);
+  clock->t = clock->t_after = clock->target = clock->stop = t;
+  for (int side = 0; side < 4; side++)
+    clock->qunit[0][side] = inflow_unit(&hydro, side, t);
+}
+
 /* A run of steps begins: towards `target`, ending after the first step that reaches `stop`. */
 static __global__ void k_begin(swe_clock *clock, double target, double stop) {
   clock->target = target;
@@ -1108,16 +1118,8 @@ static void mirror(swe_part *s, int down) {
   cudaMemcpyKind kind = down ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
   if (down)
     gpu_velocities(s, swe_region{-SWE_GHOST, s->nx + SWE_GHOST, -SWE_GHOST, s->ny + SWE_GHOST});
-  if (!down) { /* the clock restarts at the part's time */
-    check(cudaStreamSynchronize(g->stream), "synchronisation");
-    swe_clock *c = g->clock_host;
-    memset(c, 0, sizeof *c);
-    c->t = c->t_after = c->target = c->stop = s->t;
-    for (int side = 0; side < 4; side++)
-      c->qunit[0][side] = swe_inflow_unit(s, side, s->t, 0);
-    check(cudaMemcpyAsync(g->clock, c, sizeof *c, cudaMemcpyHostToDevice, g->stream),
-          "copy of the clock");
-  }
+  if (!down) /* the clock restarts at the part's time */
+    k_clock_start<<<1, 1, 0, g->stream>>>(g->clock, s->t, g->hydro);
   for (int a = 0; a < nr; a++)
     check(cudaMemcpyAsync(down ? host_r[a] : dev_r[a], down ? dev_r[a] : host_r[a], rb, kind,
                           g->stream),

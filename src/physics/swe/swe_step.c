@@ -395,7 +395,8 @@ ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps
   double t0 = omp_get_wtime();
   p->k->begin_steps(p, target, stop);
   if (p->k->capture_step(p, 1)) {
-    stage_work w = {.on_device = 1, .s = s};
+    double amax[1][2] = {{0, 0}}; /* unused: the device keeps the wave speeds */
+    stage_work w = {.on_device = 1, .amax = amax, .s = s};
     ts_status st = run_stages(s, target, &w);
     p->k->capture_step(p, 0);
     s->cycle = 0; /* one subdomain: nothing to exchange */
