@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "bench_lbm.h"
 #include "physics/case.h"
 #include "tessera/comm.h"
 #include "tessera/gpu.h"
@@ -27,6 +28,8 @@ static const char usage[] =
     "                         [--ghost-expansion K] [--backend cpu|cuda] [--devices 0,1]\n"
     "                         [--transport auto|host|cuda-mpi|nccl]\n"
     "                         [--weak|--strong [--mode threads|mpi]]\n"
+    "       tessera bench lbm [--lattice D2Q9|D3Q19] [--storage fp32|fp16] [--collision srt|trt]\n"
+    "                         [--size N] [--steps S] [--subdomains S] [--json FILE]\n"
     "       tessera info\n"
     "       tessera --help | --version\n"
     "\n"
@@ -43,6 +46,8 @@ static const char usage[] =
     "            --mode threads | mpi     the GPUs in one process, or one MPI rank per GPU\n"
     "            --transport T            halos between GPU ranks (default auto: NCCL, else\n"
     "                                     CUDA-aware MPI, else staged through the host)\n"
+    "          bench lbm: a periodic N^3 (D3Q19) or N^2 (D2Q9) box; prints MLUPs and the fraction\n"
+    "          of the memory-bandwidth roofline (2 x Q populations + 1 B per cell update)\n"
     "  info    version, build features and devices\n"
     "\n"
     "Threads: OMP_NUM_THREADS (default: all cores). Several processes: mpirun -np N tessera run\n"
@@ -333,8 +338,10 @@ static int bench_scaling(const scaling *sc, int n, ts_precision precision,
 }
 
 static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
+  if (argc >= 1 && strcmp(argv[0], "lbm") == 0)
+    return bench_lbm(argc - 1, argv + 1);
   if (argc < 1 || strcmp(argv[0], "swe") != 0)
-    return usage_error("bench needs a model", argc ? argv[0] : "(none)");
+    return usage_error("bench needs a model (swe or lbm)", argc ? argv[0] : "(none)");
   long n = 1024, steps = 0, ranks = 0;
   ts_precision precision = TS_FLOAT;
   const char *json = NULL;
@@ -514,7 +521,8 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
 
 static int cmd_info(void) {
   printf("tessera %s\n", TESSERA_VERSION);
-  printf("models:      swe (shallow water, Kurganov-Petrova)\n");
+  printf(
+      "models:      swe (shallow water, Kurganov-Petrova), lbm (lattice Boltzmann D2Q9/D3Q19)\n");
   printf("backends:    cpu (OpenMP, %d threads available)%s\n", omp_get_max_threads(),
          TESSERA_HAVE_CUDA ? ", cuda" : "");
   printf("precisions:  float, double\n");

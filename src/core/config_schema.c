@@ -10,7 +10,7 @@ static const ts_config_key schema[] = {
     {"time", "integrator", "", "rk2", "rk2 (second-order SSP Runge-Kutta) or euler"},
     {"time", "max_steps", "", "0", "stop after this many steps (0: no limit)"},
     {"time", "steps", "", "(required for lbm)", "lbm: stop after this many steps at the latest"},
-    {"time", "steady_tolerance", "", "1e-5",
+    {"time", "steady_tolerance", "", "1e-5 (fp32), 1e-3 (fp16)",
      "lbm: stop when no cell's velocity changed by more than this (in units of lid_velocity) "
      "over check_interval steps (0: off)"},
     {"time", "check_interval", "steps", "1000", "lbm: steps between steady-state checks"},
@@ -111,7 +111,7 @@ static const ts_config_key schema[] = {
     {"parallel", "subdomains", "", "auto",
      "subdomains over all ranks (auto: one per rank); several per rank share its threads"},
     {"parallel", "decomposition", "", "auto",
-     "auto (fewest cut faces), rows, columns, tiles, or PXxPY such as 2x3"},
+     "auto (fewest cut faces), rows, columns, tiles, or PXxPY such as 2x3 (PXxPYxPZ in 3D)"},
     {"parallel", "ghost_expansion", "steps", "1",
      "steps between halo exchanges (1..8, halo of 6 cells per step with rk2), or auto"},
     {"parallel", "early_exit", "", "on",

@@ -88,15 +88,21 @@ static double line_error(const char *path, const char *pos_col, const char *col,
   return worst;
 }
 
+/* fixed_steps > 0: that many steps instead of the steady-state stop (FP16 storage, whose
+ * rounding noise stays above the fp32 criterion: it runs as long as the fp32 run needed). */
 static int cavity(const char *binary, const char *source, int re_index, int nx,
-                  const char *collision, const char *storage, double tolerance) {
+                  const char *collision, const char *storage, int fixed_steps, double tolerance) {
   static const int reynolds[3] = {100, 400, 1000};
-  char dir[512], cmd[2048], path[600];
+  char dir[512], cmd[2048], path[600], steps[128] = "";
+  if (fixed_steps > 0)
+    snprintf(steps, sizeof steps, " --set time.steps=%d --set time.steady_tolerance=0",
+             fixed_steps);
   snprintf(dir, sizeof dir, "lbm_cavity_re%d_%d_%s_%s", reynolds[re_index], nx, collision, storage);
-  snprintf(cmd, sizeof cmd,
-           "%s run %s/examples/cavity2d/cavity2d.ini --set lbm.reynolds=%d --set lbm.nx=%d "
-           "--set lbm.collision=%s --set lbm.storage=%s --set output.formats=png --out %s --quiet",
-           binary, source, reynolds[re_index], nx, collision, storage, dir);
+  snprintf(
+      cmd, sizeof cmd,
+      "%s run %s/examples/cavity2d/cavity2d.ini --set lbm.reynolds=%d --set lbm.nx=%d "
+      "--set lbm.collision=%s --set lbm.storage=%s --set output.formats=png --out %s --quiet%s",
+      binary, source, reynolds[re_index], nx, collision, storage, dir, steps);
   int rc = system(cmd);
   CHECK(rc == 0, "Re %d, %d x %d, %s %s: the run succeeded", reynolds[re_index], nx, nx, collision,
         storage);
@@ -110,8 +116,9 @@ static int cavity(const char *binary, const char *source, int re_index, int nx,
     text[got] = '\0';
     fclose(f);
   }
-  CHECK(strstr(text, "\"steady\": true") != NULL, "Re %d, %s %s: reached steady state",
-        reynolds[re_index], collision, storage);
+  if (fixed_steps == 0)
+    CHECK(strstr(text, "\"steady\": true") != NULL, "Re %d, %s %s: reached steady state",
+          reynolds[re_index], collision, storage);
   snprintf(path, sizeof path, "%s/line_1.csv", dir);
   double eu = line_error(path, "y", "u", ghia_y, ghia_u[re_index], -1);
   snprintf(path, sizeof path, "%s/line_2.csv", dir);
@@ -128,11 +135,12 @@ int main(void) {
     printf("TESSERA_BINARY and TESSERA_SOURCE_DIR are needed: skipped\n");
     return 77;
   }
-  cavity(binary, source, 0, 64, "srt", "fp32", 0.010);
-  cavity(binary, source, 0, 64, "trt", "fp32", 0.010);
-  cavity(binary, source, 1, 128, "srt", "fp32", 0.015);
-  cavity(binary, source, 2, 128, "trt", "fp32", 0.030);
-  cavity(binary, source, 0, 64, "srt", "fp16", 0.020);
-  cavity(binary, source, 2, 128, "trt", "fp16", 0.040);
+  /* tolerances about 1.5 times the differences measured on 2026-11-23 (docs/VALIDATION.md) */
+  cavity(binary, source, 0, 64, "srt", "fp32", 0, 0.010);
+  cavity(binary, source, 0, 64, "trt", "fp32", 0, 0.010);
+  cavity(binary, source, 1, 128, "srt", "fp32", 0, 0.008);
+  cavity(binary, source, 2, 128, "trt", "fp32", 0, 0.016);
+  cavity(binary, source, 0, 64, "srt", "fp16", 15000, 0.010);
+  cavity(binary, source, 2, 128, "trt", "fp16", 100000, 0.016);
   return val_finish();
 }

@@ -209,6 +209,21 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
   return TS_OK;
 }
 
+/* Bulk nodes: owned fluid nodes whose neighbours all stream. */
+static void mark_bulk(const ts_lbm *s, lbm_part *p) {
+  for (int z = p->own.lo[2]; z < p->own.hi[2]; z++)
+    for (int y = p->own.lo[1]; y < p->own.hi[1]; y++)
+      for (int x = p->own.lo[0]; x < p->own.hi[0]; x++) {
+        int64_t n = lbm_local(p, x, y, z);
+        int bulk = lbm_kind(p->type[n]) == LBM_FLUID;
+        for (int q = 1; q < s->k->q && bulk; q++)
+          bulk = lbm_streams(p->type[lbm_local(
+              p, x + s->k->velocity(q, 0), y + s->k->velocity(q, 1), z + s->k->velocity(q, 2))]);
+        if (bulk)
+          p->type[n] |= LBM_BULK;
+      }
+}
+
 static ts_status part_create(ts_lbm *s, lbm_part *p, int sub) {
   p->sub = sub;
   p->own = s->own[sub];
@@ -228,6 +243,7 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub) {
         int c[3] = {p->lo[0] + x, p->lo[1] + y, p->lo[2] + z};
         p->type[lbm_local(p, c[0], c[1], c[2])] = node_type(s, c);
       }
+  mark_bulk(s, p);
   TS_CALL(part_lists(s, p));
   return s->k->init(p, &s->p, &s->consts);
 }
@@ -499,7 +515,9 @@ ts_status ts_lbm_step(ts_lbm *s, int n) {
 int64_t ts_lbm_steps(const ts_lbm *s) { return s->steps; }
 int64_t ts_lbm_fluid_cells(const ts_lbm *s) { return s->fluid_cells; }
 const ts_decomp *ts_lbm_decomp(const ts_lbm *s) { return &s->decomp; }
-double ts_lbm_bytes_per_cell(const ts_lbm *s) { return 2.0 * s->k->q * (double)s->k->elem; }
+double ts_lbm_bytes_per_cell(const ts_lbm *s) {
+  return 2.0 * s->k->q * (double)s->k->elem + 1; /* populations in and out, the node's kind */
+}
 
 /* ------------------------------------------------------------------ fields */
 

@@ -58,9 +58,9 @@ typedef struct lbm_model {
   float omega;       /* 1 / tau */
   float omega_minus; /* TRT: the antisymmetric rate from the magic parameter; SRT: omega */
   float tau;
-  float smag18; /* 18 sqrt(2) C_s^2 (Smagorinsky), 0: off */
+  float smag18; /* 18 sqrt(2) C_s^2 (Smagorinsky) */
   float force[3];
-  int trt;
+  int trt, smag; /* TRT collision; the Smagorinsky model on */
 } lbm_model;
 
 /* Equilibrium deviation f_q^eq - w_q for density 1 + rho1 and velocity u. */
@@ -97,7 +97,7 @@ TS_HD static LBM_INLINE float lbm_collide(const lbm_model *m, float f[LBM_Q], fl
   for (int q = 0; q < LBM_Q; q++)
     feq[q] = lbm_feq(q, rho1, u);
   float omega = m->omega, omega_minus = m->omega_minus;
-  if (m->smag18 > 0) {
+  if (m->smag) {
     /* the non-equilibrium momentum flux gives the strain rate; tau grows by the eddy viscosity */
     float pi[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
     LBM_UNROLL

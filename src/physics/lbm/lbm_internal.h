@@ -18,7 +18,8 @@
 #include "tessera/halo.h"
 #include "tessera/lbm.h"
 
-/* Node kinds (low 4 bits of the type byte; the high bits hold the face of boundary nodes). */
+/* Node kinds (low 4 bits of the type byte; bits 4 to 6 hold the face of boundary nodes, bit 7
+ * marks bulk nodes: fluid, with every neighbour streaming, which skip the boundary checks). */
 enum {
   LBM_FLUID = 0, /* computed */
   LBM_SOLID,     /* bounce-back, never computed */
@@ -28,8 +29,9 @@ enum {
   LBM_PERIODIC   /* frame node holding the image of the opposite face's node */
 };
 
+#define LBM_BULK 128
 static inline int lbm_kind(unsigned char type) { return type & 15; }
-static inline int lbm_face_of(unsigned char type) { return type >> 4; }
+static inline int lbm_face_of(unsigned char type) { return (type >> 4) & 7; }
 /* Nodes whose slots the neighbours stream through (the others reflect). */
 static inline int lbm_streams(unsigned char type) {
   int k = lbm_kind(type);

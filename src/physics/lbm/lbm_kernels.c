@@ -24,7 +24,8 @@ static void neighbour_offsets(const lbm_part *p, int64_t off[LBM_Q]) {
 
 static lbm_model model_of(const lbm_consts *k) {
   lbm_model m = {
-      k->omega, k->omega_minus, k->tau, k->smag18, {k->force[0], k->force[1], k->force[2]}, k->trt};
+      k->omega, k->omega_minus, k->tau, k->smag18, {k->force[0], k->force[1], k->force[2]},
+      k->trt,   k->smag18 > 0};
   return m;
 }
 
@@ -74,56 +75,111 @@ static LBM_INLINE void gather_incoming(const lbm_part *p, const lbm_consts *k,
   }
 }
 
-/* Threads only where a step has enough work to pay for starting them. */
-#define FOR_OWNED(p, n)                                                                            \
-  _Pragma("omp parallel for collapse(2) schedule(static) if ((p)->plane > 50000)") for (           \
-      int z = (p)->own.lo[2]; z < (p)->own.hi[2];                                                  \
-      z++) for (int y = (p)->own.lo[1]; y < (p)->own.hi[1];                                        \
-                y++) for (int64_t n = lbm_local(p, (p)->own.lo[0], y, z),                          \
-                          n##_end = n + ((p)->own.hi[0] - (p)->own.lo[0]);                         \
-                          n < n##_end; n++)
-
-static void kernels_even(lbm_part *p, const lbm_consts *k) {
-  lbm_model m = model_of(k);
-  FOR_OWNED(p, n) {
-    unsigned char t = p->type[n];
-    if (!lbm_computed(t))
-      continue;
-    float f[LBM_Q];
+/* Bulk nodes [n0, n1) of a row, vectorised across the row (each slot belongs to one node, so
+ * the nodes are independent): an even step reads and writes the node's own slots, an odd step
+ * pulls from and pushes to the neighbours. odd, trt and smag are constants at each call, so the
+ * loop has no branch left. */
+static LBM_INLINE void bulk_run(lbm_part *p, const lbm_model *model, const int64_t off[LBM_Q],
+                                int64_t n0, int64_t n1, const int odd, const int trt,
+                                const int smag) {
+  lbm_model mm = *model, *m = &mm;
+  mm.trt = trt;
+  mm.smag = smag;
+  lbm_store *restrict f0 = (lbm_store *)p->f;
+  const int64_t plane = p->plane;
+#pragma omp simd
+  for (int64_t n = n0; n < n1; n++) {
+    float f[LBM_Q], u[3];
     LBM_UNROLL
     for (int q = 0; q < LBM_Q; q++)
-      f[q] = (float)SLOT(p, q, n);
-    relax(&m, k, t, f);
-    LBM_UNROLL
-    for (int q = 0; q < LBM_Q; q++)
-      SLOT(p, lbm_opposite(q), n) = (lbm_store)f[q];
-  }
-}
-
-static void kernels_odd(lbm_part *p, const lbm_consts *k) {
-  lbm_model m = model_of(k);
-  int64_t off[LBM_Q];
-  neighbour_offsets(p, off);
-  FOR_OWNED(p, n) {
-    unsigned char t = p->type[n];
-    if (!lbm_computed(t))
-      continue;
-    float f[LBM_Q];
-    gather_incoming(p, k, off, n, f);
-    relax(&m, k, t, f);
+      f[q] = (float)(odd ? f0[lbm_opposite(q) * plane + n - off[q]] : f0[q * plane + n]);
+    lbm_collide(m, f, u);
     LBM_UNROLL
     for (int q = 0; q < LBM_Q; q++) {
-      int64_t to = n + off[q];
-      unsigned char tt = p->type[to];
-      if (lbm_streams(tt))
-        SLOT(p, q, to) = (lbm_store)f[q];
-      else if (lbm_kind(tt) == LBM_SOLID)
-        SLOT(p, lbm_opposite(q), n) = (lbm_store)f[q];
+      if (odd)
+        f0[q * plane + n + off[q]] = (lbm_store)f[q];
       else
-        SLOT(p, lbm_opposite(q), n) = (lbm_store)(f[q] - wall_term(k, tt, q));
+        f0[lbm_opposite(q) * plane + n] = (lbm_store)f[q];
     }
   }
 }
+
+/* A node next to a boundary, or an inlet or outlet node. */
+static void even_node(lbm_part *p, const lbm_consts *k, const lbm_model *m, int64_t n) {
+  float f[LBM_Q];
+  LBM_UNROLL
+  for (int q = 0; q < LBM_Q; q++)
+    f[q] = (float)SLOT(p, q, n);
+  relax(m, k, p->type[n], f);
+  LBM_UNROLL
+  for (int q = 0; q < LBM_Q; q++)
+    SLOT(p, lbm_opposite(q), n) = (lbm_store)f[q];
+}
+
+static void odd_node(lbm_part *p, const lbm_consts *k, const lbm_model *m, const int64_t off[LBM_Q],
+                     int64_t n) {
+  float f[LBM_Q];
+  gather_incoming(p, k, off, n, f);
+  relax(m, k, p->type[n], f);
+  LBM_UNROLL
+  for (int q = 0; q < LBM_Q; q++) {
+    int64_t to = n + off[q];
+    unsigned char tt = p->type[to];
+    if (lbm_streams(tt))
+      SLOT(p, q, to) = (lbm_store)f[q];
+    else if (lbm_kind(tt) == LBM_SOLID)
+      SLOT(p, lbm_opposite(q), n) = (lbm_store)f[q];
+    else
+      SLOT(p, lbm_opposite(q), n) = (lbm_store)(f[q] - wall_term(k, tt, q));
+  }
+}
+
+/* One step over the owned nodes, row by row (in parallel where a step has enough work to pay
+ * for starting threads): runs of bulk nodes vectorised, the others one by one. */
+static void step(lbm_part *p, const lbm_consts *k, int odd) {
+  lbm_model m = model_of(k);
+  int64_t off[LBM_Q];
+  neighbour_offsets(p, off);
+  int variant = (m.trt ? 1 : 0) + (m.smag18 > 0 ? 2 : 0);
+  int rows = p->own.hi[1] - p->own.lo[1], layers = p->own.hi[2] - p->own.lo[2];
+#pragma omp parallel for schedule(static) if (p->plane > 50000)
+  for (int r = 0; r < rows * layers; r++) {
+    int64_t n = lbm_local(p, p->own.lo[0], p->own.lo[1] + r % rows, p->own.lo[2] + r / rows);
+    int64_t end = n + (p->own.hi[0] - p->own.lo[0]);
+    while (n < end) {
+      unsigned char t = p->type[n];
+      if (!(t & LBM_BULK)) {
+        if (lbm_computed(t) && odd)
+          odd_node(p, k, &m, off, n);
+        else if (lbm_computed(t))
+          even_node(p, k, &m, n);
+        n++;
+        continue;
+      }
+      int64_t run = n;
+      while (run < end && (p->type[run] & LBM_BULK))
+        run++;
+      switch (variant) { /* each with its model flags as constants */
+      case 0:
+        odd ? bulk_run(p, &m, off, n, run, 1, 0, 0) : bulk_run(p, &m, off, n, run, 0, 0, 0);
+        break;
+      case 1:
+        odd ? bulk_run(p, &m, off, n, run, 1, 1, 0) : bulk_run(p, &m, off, n, run, 0, 1, 0);
+        break;
+      case 2:
+        odd ? bulk_run(p, &m, off, n, run, 1, 0, 1) : bulk_run(p, &m, off, n, run, 0, 0, 1);
+        break;
+      default:
+        odd ? bulk_run(p, &m, off, n, run, 1, 1, 1) : bulk_run(p, &m, off, n, run, 0, 1, 1);
+        break;
+      }
+      n = run;
+    }
+  }
+}
+
+static void kernels_even(lbm_part *p, const lbm_consts *k) { step(p, k, 0); }
+static void kernels_odd(lbm_part *p, const lbm_consts *k) { step(p, k, 1); }
 
 static void kernels_moments(const lbm_part *p, const lbm_consts *k, int odd, int64_t n, float *rho,
                             float u[3]) {
