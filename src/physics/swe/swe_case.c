@@ -26,8 +26,12 @@ static const char *const side_names[4] = {"west", "east", "south", "north"};
 static const double OUTPUT_NODATA = -9999; /* NODATA of every grid written */
 
 /* Everything a run needs, read and checked before the first output. */
+#define SWE_MAX_LINES 16
+
 typedef struct swe_case {
   ts_config *cfg;
+  double *lines; /* [output] lines: x0, y0, x1, y1, n per line (map coordinates) */
+  int nlines;
   ts_swe_params params;
   double t_end;
   long max_steps;
@@ -440,6 +444,15 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
         return ts_config_error(k->cfg, "output", "gauges", "gauge %s lies on a NODATA cell",
                                k->gauges.id[g]);
   }
+  TS_CALL(ts_case_tuples(k->cfg, "output", "lines", 5, &k->lines, &k->nlines));
+  if (k->nlines > SWE_MAX_LINES)
+    return ts_config_error(k->cfg, "output", "lines", "at most %d lines", SWE_MAX_LINES);
+  for (int l = 0; l < k->nlines; l++) {
+    double n = k->lines[5 * l + 4];
+    if (n < 2 || n > 1e6 || n != floor(n))
+      return ts_config_error(k->cfg, "output", "lines",
+                             "line %d: the number of points must be an integer in [2, 1e6]", l + 1);
+  }
   TS_CALL(ts_config_double(k->cfg, "output", "gauge_interval", 0, &k->gauge_interval));
   if (k->gauge_interval < 0)
     return ts_config_error(k->cfg, "output", "gauge_interval", "must be >= 0");
@@ -461,6 +474,7 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
 
 static void free_case(swe_case *k) {
   ts_config_free(k->cfg);
+  free(k->lines);
   ts_raster *grids[] = {&k->bed, &k->h0, &k->hu0, &k->hv0, &k->friction, &k->surface};
   for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++)
     ts_raster_free(grids[g]);
@@ -507,7 +521,43 @@ static void to_nodata(const swe_case *k, double *v) {
 typedef struct snapshot_files {
   double time;
   char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], png[64];
+  char lines[SWE_MAX_LINES][64];
 } snapshot_files;
+
+/* Profiles along the [output] lines at one output time: every field of the cell holding each
+ * point (NaN outside the grid or on NODATA cells); work holds h, hu, hv, eta and bed. */
+static ts_status write_lines(const swe_case *k, const char *tag, double **work,
+                             snapshot_files *files) {
+  const ts_raster *g = &k->bed;
+  for (int l = 0; l < k->nlines; l++) {
+    const double *line = k->lines + 5 * l;
+    int npts = (int)line[4];
+    snprintf(files->lines[l], sizeof files->lines[l], "line_%d_%s.csv", l + 1, tag);
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->lines[l]);
+    FILE *f = ts_open_temp(path, tmp, sizeof tmp);
+    if (!f)
+      return ts_error(TS_ERR_IO, "%s: cannot write", path);
+    fprintf(f, "s,x,y,h,hu,hv,eta,bed,u,v,speed\n");
+    double len = hypot(line[2] - line[0], line[3] - line[1]);
+    for (int p = 0; p < npts; p++) {
+      double a = (double)p / (npts - 1), x = line[0] + a * (line[2] - line[0]);
+      double y = line[1] + a * (line[3] - line[1]), v[5], u = NAN, w = NAN;
+      int i = (int)floor((x - g->xll) / g->cellsize), j = (int)floor((y - g->yll) / g->cellsize);
+      int inside = i >= 0 && j >= 0 && i < g->ncols && j < g->nrows;
+      for (int q = 0; q < 5; q++)
+        v[q] = inside ? work[q][i + (size_t)j * g->ncols] : NAN;
+      if (v[0] > k->params.dry_depth)
+        u = v[1] / v[0], w = v[2] / v[0];
+      else if (v[0] >= 0)
+        u = w = 0;
+      fprintf(f, "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", a * len, x, y, v[0],
+              v[1], v[2], v[3], v[4], u, w, hypot(u, w));
+    }
+    TS_CALL(ts_commit_temp(f, tmp, path));
+  }
+  return TS_OK;
+}
 
 static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, double **work,
                                 snapshot_files *files) {
@@ -528,6 +578,7 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
     TS_CALL(ts_png_write_depth(path, &k->bed, work[4], work[0], k->params.dry_depth,
                                k->png_depth_max, title));
   }
+  TS_CALL(write_lines(k, tag, work, files));
   ts_out_var out[5] = {{"h", "water depth", "m", work[0]},
                        {"hu", "unit discharge along x", "m2 s-1", work[1]},
                        {"hv", "unit discharge along y", "m2 s-1", work[2]},
@@ -759,7 +810,8 @@ static void progress_line(FILE *out, int tty, const ts_swe *s, double t_start, d
   fflush(out);
 }
 
-static void write_summary_snapshots(ts_json *j, const snapshot_files *snaps, int n) {
+static void write_summary_snapshots(ts_json *j, const swe_case *k, const snapshot_files *snaps,
+                                    int n) {
   ts_json_key(j, "snapshots");
   ts_json_array_begin(j);
   for (int i = 0; i < n; i++) {
@@ -776,6 +828,13 @@ static void write_summary_snapshots(ts_json *j, const snapshot_files *snaps, int
         continue;
       ts_json_key(j, keys[f]);
       ts_json_string(j, vals[f]);
+    }
+    if (k->nlines > 0) {
+      ts_json_key(j, "lines");
+      ts_json_array_begin(j);
+      for (int l = 0; l < k->nlines; l++)
+        ts_json_string(j, snaps[i].lines[l]);
+      ts_json_array_end(j);
     }
     ts_json_object_end(j);
     ts_json_object_end(j);
@@ -897,7 +956,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
     ts_json_string(&j, opt->restart);
   else
     ts_json_null(&j);
-  write_summary_snapshots(&j, snaps, nsnaps);
+  write_summary_snapshots(&j, k, snaps, nsnaps);
   ts_json_key(&j, "maxima");
   if (k->maxima) {
     ts_json_object_begin(&j);
