@@ -87,20 +87,22 @@ static LBM_INLINE void bulk_run(lbm_part *p, const lbm_model *model, const int64
   mm.smag = smag;
   lbm_store *restrict f0 = (lbm_store *)p->f;
   const int64_t plane = p->plane;
+  int64_t from[LBM_Q], to[LBM_Q]; /* slot offsets, local so that no store can change them */
+  LBM_UNROLL
+  for (int q = 0; q < LBM_Q; q++) {
+    from[q] = odd ? lbm_opposite(q) * plane - off[q] : q * plane;
+    to[q] = odd ? q * plane + off[q] : lbm_opposite(q) * plane;
+  }
 #pragma omp simd
   for (int64_t n = n0; n < n1; n++) {
     float f[LBM_Q], u[3];
     LBM_UNROLL
     for (int q = 0; q < LBM_Q; q++)
-      f[q] = (float)(odd ? f0[lbm_opposite(q) * plane + n - off[q]] : f0[q * plane + n]);
+      f[q] = (float)f0[from[q] + n];
     lbm_collide(m, f, u);
     LBM_UNROLL
-    for (int q = 0; q < LBM_Q; q++) {
-      if (odd)
-        f0[q * plane + n + off[q]] = (lbm_store)f[q];
-      else
-        f0[lbm_opposite(q) * plane + n] = (lbm_store)f[q];
-    }
+    for (int q = 0; q < LBM_Q; q++)
+      f0[to[q] + n] = (lbm_store)f[q];
   }
 }
 
