@@ -227,6 +227,11 @@ static void mark_bulk(const ts_lbm *s, lbm_part *p) {
 static ts_status part_create(ts_lbm *s, lbm_part *p, int sub) {
   p->sub = sub;
   p->own = s->own[sub];
+  p->inner = p->own; /* less a layer where a neighbouring subdomain's halo begins */
+  for (int a = 0; a < s->dim; a++) {
+    p->inner.lo[a] += s->window[sub].lo[a] < p->own.lo[a];
+    p->inner.hi[a] -= s->window[sub].hi[a] > p->own.hi[a];
+  }
   for (int a = 0; a < 3; a++) {
     p->lo[a] = a < s->dim ? p->own.lo[a] - 1 : 0;
     p->len[a] = a < s->dim ? p->own.hi[a] - p->own.lo[a] + 2 : 1;
@@ -482,11 +487,19 @@ void ts_lbm_destroy(ts_lbm *s) {
   free(s);
 }
 
+/* An odd step: the nodes that read no halo while the forward exchange is in flight, then the
+ * others, then the populations pushed into halos go back to their owners. */
 static ts_status odd_step(ts_lbm *s) {
-  TS_CALL(before_odd(s));
+  for (int k = 0; k < s->nparts; k++)
+    periodic_forward(s, &s->parts[k]);
+  TS_CALL(ts_halo_start(s->forward, s->fields, s->fields));
+#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
+  for (int k = 0; k < s->nparts; k++)
+    s->k->odd(&s->parts[k], &s->consts, &s->parts[k].inner, LBM_INNER);
+  TS_CALL(ts_halo_finish(s->forward, s->fields));
 #pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
   for (int k = 0; k < s->nparts; k++) {
-    s->k->odd(&s->parts[k], &s->consts);
+    s->k->odd(&s->parts[k], &s->consts, &s->parts[k].inner, LBM_BORDER);
     keep_walls(s, &s->parts[k], 0);
   }
   TS_CALL(exchange(s, s->back_faces));

@@ -42,6 +42,8 @@ static inline int lbm_computed(unsigned char type) {
   return k == LBM_FLUID || k == LBM_INLET || k == LBM_OUTLET;
 }
 
+enum { LBM_ALL = 0, LBM_INNER, LBM_BORDER };
+
 /* What the kernels need of a run, in float. */
 typedef struct lbm_consts {
   float omega, omega_minus, tau, smag18, force[3];
@@ -59,6 +61,7 @@ typedef struct lbm_part {
   void *f;       /* LBM_Q planes of populations (deviation from the weights) */
   unsigned char *type;
   float *u_prev; /* velocities at the last ts_lbm_change, 3 per local node */
+  ts_box inner;  /* owned nodes none of whose neighbours is a halo node */
   /* Owned periodic frame nodes: their node, the partner they image, and the slots that nodes
    * pushing into them fill (sent on to the partner after an odd step). */
   int nperiodic;
@@ -85,7 +88,9 @@ typedef struct lbm_kernels {
   /* Every node at the equilibrium of its initial state (even layout). */
   ts_status (*init)(lbm_part *p, const ts_lbm_params *params, const lbm_consts *k);
   void (*even)(lbm_part *p, const lbm_consts *k);
-  void (*odd)(lbm_part *p, const lbm_consts *k);
+  /* which: LBM_ALL, LBM_INNER (the nodes of `inner`, which read no halo) or LBM_BORDER (the
+   * rest), so that the forward exchange overlaps the inner nodes' update. */
+  void (*odd)(lbm_part *p, const lbm_consts *k, const ts_box *inner, int which);
   /* Density and velocity of a computed node, before the step with parity `odd` (0: even). */
   void (*moments)(const lbm_part *p, const lbm_consts *k, int odd, int64_t node, float *rho,
                   float u[3]);

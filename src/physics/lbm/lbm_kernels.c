@@ -136,52 +136,72 @@ static void odd_node(lbm_part *p, const lbm_consts *k, const lbm_model *m, const
   }
 }
 
-/* One step over the owned nodes, row by row (in parallel where a step has enough work to pay
- * for starting threads): runs of bulk nodes vectorised, the others one by one. */
-static void step(lbm_part *p, const lbm_consts *k, int odd) {
-  lbm_model m = model_of(k);
-  int64_t off[LBM_Q];
-  neighbour_offsets(p, off);
-  int variant = (m.trt ? 1 : 0) + (m.smag18 > 0 ? 2 : 0);
-  int rows = p->own.hi[1] - p->own.lo[1], layers = p->own.hi[2] - p->own.lo[2];
-#pragma omp parallel for schedule(static) if (p->plane > 50000)
-  for (int r = 0; r < rows * layers; r++) {
-    int64_t n = lbm_local(p, p->own.lo[0], p->own.lo[1] + r % rows, p->own.lo[2] + r / rows);
-    int64_t end = n + (p->own.hi[0] - p->own.lo[0]);
-    while (n < end) {
-      unsigned char t = p->type[n];
-      if (!(t & LBM_BULK)) {
-        if (lbm_computed(t) && odd)
-          odd_node(p, k, &m, off, n);
-        else if (lbm_computed(t))
-          even_node(p, k, &m, n);
-        n++;
-        continue;
-      }
-      int64_t run = n;
-      while (run < end && (p->type[run] & LBM_BULK))
-        run++;
-      switch (variant) { /* each with its model flags as constants */
-      case 0:
-        odd ? bulk_run(p, &m, off, n, run, 1, 0, 0) : bulk_run(p, &m, off, n, run, 0, 0, 0);
-        break;
-      case 1:
-        odd ? bulk_run(p, &m, off, n, run, 1, 1, 0) : bulk_run(p, &m, off, n, run, 0, 1, 0);
-        break;
-      case 2:
-        odd ? bulk_run(p, &m, off, n, run, 1, 0, 1) : bulk_run(p, &m, off, n, run, 0, 0, 1);
-        break;
-      default:
-        odd ? bulk_run(p, &m, off, n, run, 1, 1, 1) : bulk_run(p, &m, off, n, run, 0, 1, 1);
-        break;
-      }
-      n = run;
+/* The nodes [n, end) of a row: runs of bulk nodes vectorised, the others one by one. */
+static void step_segment(lbm_part *p, const lbm_consts *k, const lbm_model *m,
+                         const int64_t off[LBM_Q], int odd, int64_t n, int64_t end) {
+  int variant = (m->trt ? 1 : 0) + (m->smag ? 2 : 0);
+  while (n < end) {
+    unsigned char t = p->type[n];
+    if (!(t & LBM_BULK)) {
+      if (lbm_computed(t) && odd)
+        odd_node(p, k, m, off, n);
+      else if (lbm_computed(t))
+        even_node(p, k, m, n);
+      n++;
+      continue;
     }
+    int64_t run = n;
+    while (run < end && (p->type[run] & LBM_BULK))
+      run++;
+    switch (variant) { /* each with its model flags as constants */
+    case 0:
+      odd ? bulk_run(p, m, off, n, run, 1, 0, 0) : bulk_run(p, m, off, n, run, 0, 0, 0);
+      break;
+    case 1:
+      odd ? bulk_run(p, m, off, n, run, 1, 1, 0) : bulk_run(p, m, off, n, run, 0, 1, 0);
+      break;
+    case 2:
+      odd ? bulk_run(p, m, off, n, run, 1, 0, 1) : bulk_run(p, m, off, n, run, 0, 0, 1);
+      break;
+    default:
+      odd ? bulk_run(p, m, off, n, run, 1, 1, 1) : bulk_run(p, m, off, n, run, 0, 1, 1);
+      break;
+    }
+    n = run;
   }
 }
 
-static void kernels_even(lbm_part *p, const lbm_consts *k) { step(p, k, 0); }
-static void kernels_odd(lbm_part *p, const lbm_consts *k) { step(p, k, 1); }
+/* One step over the part's nodes (which: LBM_ALL the owned box, LBM_INNER the box `inner`,
+ * LBM_BORDER the owned box less `inner`), row by row, in parallel where a step has enough work
+ * to pay for starting threads. */
+static void step(lbm_part *p, const lbm_consts *k, int odd, const ts_box *inner, int which) {
+  lbm_model m = model_of(k);
+  int64_t off[LBM_Q];
+  neighbour_offsets(p, off);
+  const ts_box *b = which == LBM_INNER ? inner : &p->own;
+  int rows = b->hi[1] - b->lo[1], layers = b->hi[2] - b->lo[2];
+  if (rows <= 0 || layers <= 0 || b->hi[0] <= b->lo[0])
+    return;
+#pragma omp parallel for schedule(static) if (p->plane > 50000)
+  for (int r = 0; r < rows * layers; r++) {
+    int y = b->lo[1] + r % rows, z = b->lo[2] + r / rows;
+    int64_t row = lbm_local(p, 0, y, z); /* (node x of the row: row + x) */
+    int x0 = b->lo[0], x1 = b->hi[0];
+    int cut = which == LBM_BORDER && y >= inner->lo[1] && y < inner->hi[1] && z >= inner->lo[2] &&
+              z < inner->hi[2] && inner->lo[0] < inner->hi[0];
+    if (!cut) {
+      step_segment(p, k, &m, off, odd, row + x0, row + x1);
+      continue;
+    }
+    step_segment(p, k, &m, off, odd, row + x0, row + inner->lo[0]);
+    step_segment(p, k, &m, off, odd, row + inner->hi[0], row + x1);
+  }
+}
+
+static void kernels_even(lbm_part *p, const lbm_consts *k) { step(p, k, 0, NULL, LBM_ALL); }
+static void kernels_odd(lbm_part *p, const lbm_consts *k, const ts_box *inner, int which) {
+  step(p, k, 1, inner, which);
+}
 
 static void kernels_moments(const lbm_part *p, const lbm_consts *k, int odd, int64_t n, float *rho,
                             float u[3]) {
