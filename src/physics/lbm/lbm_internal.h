@@ -15,6 +15,7 @@
 #ifndef TESSERA_LBM_INTERNAL_H
 #define TESSERA_LBM_INTERNAL_H
 
+#include "core/hd.h"
 #include "tessera/halo.h"
 #include "tessera/lbm.h"
 
@@ -30,14 +31,14 @@ enum {
 };
 
 #define LBM_BULK 128
-static inline int lbm_kind(unsigned char type) { return type & 15; }
-static inline int lbm_face_of(unsigned char type) { return (type >> 4) & 7; }
+TS_HD static inline int lbm_kind(unsigned char type) { return type & 15; }
+TS_HD static inline int lbm_face_of(unsigned char type) { return (type >> 4) & 7; }
 /* Nodes whose slots the neighbours stream through (the others reflect). */
-static inline int lbm_streams(unsigned char type) {
+TS_HD static inline int lbm_streams(unsigned char type) {
   int k = lbm_kind(type);
   return k != LBM_SOLID && k != LBM_MOVING;
 }
-static inline int lbm_computed(unsigned char type) {
+TS_HD static inline int lbm_computed(unsigned char type) {
   int k = lbm_kind(type);
   return k == LBM_FLUID || k == LBM_INLET || k == LBM_OUTLET;
 }

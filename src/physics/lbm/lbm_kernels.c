@@ -5,167 +5,62 @@
  * in place has no race. The cell numerics are lbm_cell.h's. */
 #include <stdlib.h>
 
-#include "physics/lbm/lbm_cell.h"
-#include "physics/lbm/lbm_internal.h"
-
 #if LBM_FP16
 typedef _Float16 lbm_store;
 #else
 typedef float lbm_store;
 #endif
+#define LBM_LOAD(x) ((float)(x))
+#define LBM_STORE(x) ((lbm_store)(x))
 
-#define SLOT(p, q, n) (((lbm_store *)(p)->f)[(int64_t)(q) * (p)->plane + (n)])
+#include "physics/lbm/lbm_node.h"
 
-/* Element offsets of the neighbours along each direction. */
-static void neighbour_offsets(const lbm_part *p, int64_t off[LBM_Q]) {
+/* The part's arrays as the node updates see them. */
+static lbm_view view_of(const lbm_part *p) {
+  lbm_view v = {(lbm_store *)p->f, p->type, p->plane, {0}};
   for (int q = 0; q < LBM_Q; q++)
-    off[q] = lbm_c(q, 0) + (int64_t)p->len[0] * (lbm_c(q, 1) + (int64_t)p->len[1] * lbm_c(q, 2));
+    v.off[q] = lbm_c(q, 0) + (int64_t)p->len[0] * (lbm_c(q, 1) + (int64_t)p->len[1] * lbm_c(q, 2));
+  return v;
 }
 
-static lbm_model model_of(const lbm_consts *k) {
-  lbm_model m = {
-      k->omega, k->omega_minus, k->tau, k->smag18, {k->force[0], k->force[1], k->force[2]},
-      k->trt,   k->smag18 > 0};
-  return m;
-}
-
-/* Momentum a moving wall gives a population reflected into direction q: 6 w_q (c_q . u_w). */
-static LBM_INLINE float wall_term(const lbm_consts *k, unsigned char type, int q) {
-  const float *uw = k->wall_u[lbm_face_of(type)];
-  float cu = 0;
-  for (int a = 0; a < LBM_DIM; a++)
-    cu += (float)lbm_c(q, a) * uw[a];
-  return 6.0f * lbm_w(q) * cu;
-}
-
-/* The post-collision populations of a computed node from its incoming ones f (in place). */
-static LBM_INLINE void relax(const lbm_model *m, const lbm_consts *k, unsigned char type,
-                             float f[LBM_Q]) {
-  int kind = lbm_kind(type);
-  float u[3];
-  if (kind == LBM_FLUID) {
-    lbm_collide(m, f, u);
-    return;
-  }
-  float rho1 = lbm_moments(f, m->force, u);
-  int face = lbm_face_of(type);
-  if (kind == LBM_INLET)
-    for (int a = 0; a < 3; a++)
-      u[a] = k->wall_u[face][a];
-  else
-    rho1 = k->face_rho[face] - 1.0f;
-  for (int q = 0; q < LBM_Q; q++)
-    f[q] = lbm_feq(q, rho1, u);
-}
-
-/* The incoming populations of node n before an odd step: pulled from the neighbours, or
- * reflected by walls from the node's own slots. */
-static LBM_INLINE void gather_incoming(const lbm_part *p, const lbm_consts *k,
-                                       const int64_t off[LBM_Q], int64_t n, float f[LBM_Q]) {
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++) {
-    int64_t from = n - off[q];
-    unsigned char t = p->type[from];
-    if (lbm_streams(t))
-      f[q] = (float)SLOT(p, lbm_opposite(q), from);
-    else if (lbm_kind(t) == LBM_SOLID)
-      f[q] = (float)SLOT(p, q, n);
-    else
-      f[q] = (float)SLOT(p, q, n) + wall_term(k, t, q);
-  }
-}
-
-/* Bulk nodes [n0, n1) of a row, vectorised across the row (each slot belongs to one node, so
- * the nodes are independent): an even step reads and writes the node's own slots, an odd step
- * pulls from and pushes to the neighbours. odd, trt and smag are constants at each call, so the
- * loop has no branch left. */
-static LBM_INLINE void bulk_run(lbm_part *p, const lbm_model *model, const int64_t off[LBM_Q],
-                                int64_t n0, int64_t n1, const int odd, const int trt,
-                                const int smag) {
-  lbm_model mm = *model, *m = &mm;
+/* Bulk nodes [n0, n1) of a row, vectorised across the row where the compiler can (each slot
+ * belongs to one node, so the nodes are independent); trt and smag are constants at each call,
+ * so the collision has no branch left. */
+static LBM_INLINE void bulk_run(const lbm_view *v, const lbm_model *model, int64_t n0, int64_t n1,
+                                int odd, const int trt, const int smag) {
+  lbm_model mm = *model;
   mm.trt = trt;
   mm.smag = smag;
-  lbm_store *restrict f0 = (lbm_store *)p->f;
-  const int64_t plane = p->plane;
-  int64_t from[LBM_Q], to[LBM_Q]; /* slot offsets, local so that no store can change them */
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++) {
-    from[q] = odd ? lbm_opposite(q) * plane - off[q] : q * plane;
-    to[q] = odd ? q * plane + off[q] : lbm_opposite(q) * plane;
-  }
+  int64_t from[LBM_Q], to[LBM_Q]; /* local, so that no store can change them */
+  lbm_bulk_offsets(v, odd, from, to);
+  lbm_store *restrict f0 = v->f;
 #pragma omp simd
-  for (int64_t n = n0; n < n1; n++) {
-    float f[LBM_Q], u[3];
-    LBM_UNROLL
-    for (int q = 0; q < LBM_Q; q++)
-      f[q] = (float)f0[from[q] + n];
-    lbm_collide(m, f, u);
-    LBM_UNROLL
-    for (int q = 0; q < LBM_Q; q++)
-      f0[to[q] + n] = (lbm_store)f[q];
-  }
-}
-
-/* A node next to a boundary, or an inlet or outlet node. */
-static void even_node(lbm_part *p, const lbm_consts *k, const lbm_model *m, int64_t n) {
-  float f[LBM_Q];
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++)
-    f[q] = (float)SLOT(p, q, n);
-  relax(m, k, p->type[n], f);
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++)
-    SLOT(p, lbm_opposite(q), n) = (lbm_store)f[q];
-}
-
-static void odd_node(lbm_part *p, const lbm_consts *k, const lbm_model *m, const int64_t off[LBM_Q],
-                     int64_t n) {
-  float f[LBM_Q];
-  gather_incoming(p, k, off, n, f);
-  relax(m, k, p->type[n], f);
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++) {
-    int64_t to = n + off[q];
-    unsigned char tt = p->type[to];
-    if (lbm_streams(tt))
-      SLOT(p, q, to) = (lbm_store)f[q];
-    else if (lbm_kind(tt) == LBM_SOLID)
-      SLOT(p, lbm_opposite(q), n) = (lbm_store)f[q];
-    else
-      SLOT(p, lbm_opposite(q), n) = (lbm_store)(f[q] - wall_term(k, tt, q));
-  }
+  for (int64_t n = n0; n < n1; n++)
+    lbm_bulk_node(f0, from, to, &mm, n);
 }
 
 /* The nodes [n, end) of a row: runs of bulk nodes vectorised, the others one by one. */
-static void step_segment(lbm_part *p, const lbm_consts *k, const lbm_model *m,
-                         const int64_t off[LBM_Q], int odd, int64_t n, int64_t end) {
+static void step_segment(const lbm_view *v, const lbm_consts *k, const lbm_model *m, int odd,
+                         int64_t n, int64_t end) {
   int variant = (m->trt ? 1 : 0) + (m->smag ? 2 : 0);
   while (n < end) {
-    unsigned char t = p->type[n];
+    unsigned char t = v->type[n];
     if (!(t & LBM_BULK)) {
       if (lbm_computed(t) && odd)
-        odd_node(p, k, m, off, n);
+        lbm_odd_node(v, k, m, n);
       else if (lbm_computed(t))
-        even_node(p, k, m, n);
+        lbm_even_node(v, k, m, n);
       n++;
       continue;
     }
     int64_t run = n;
-    while (run < end && (p->type[run] & LBM_BULK))
+    while (run < end && (v->type[run] & LBM_BULK))
       run++;
     switch (variant) { /* each with its model flags as constants */
-    case 0:
-      odd ? bulk_run(p, m, off, n, run, 1, 0, 0) : bulk_run(p, m, off, n, run, 0, 0, 0);
-      break;
-    case 1:
-      odd ? bulk_run(p, m, off, n, run, 1, 1, 0) : bulk_run(p, m, off, n, run, 0, 1, 0);
-      break;
-    case 2:
-      odd ? bulk_run(p, m, off, n, run, 1, 0, 1) : bulk_run(p, m, off, n, run, 0, 0, 1);
-      break;
-    default:
-      odd ? bulk_run(p, m, off, n, run, 1, 1, 1) : bulk_run(p, m, off, n, run, 0, 1, 1);
-      break;
+    case 0: odd ? bulk_run(v, m, n, run, 1, 0, 0) : bulk_run(v, m, n, run, 0, 0, 0); break;
+    case 1: odd ? bulk_run(v, m, n, run, 1, 1, 0) : bulk_run(v, m, n, run, 0, 1, 0); break;
+    case 2: odd ? bulk_run(v, m, n, run, 1, 0, 1) : bulk_run(v, m, n, run, 0, 0, 1); break;
+    default: odd ? bulk_run(v, m, n, run, 1, 1, 1) : bulk_run(v, m, n, run, 0, 1, 1); break;
     }
     n = run;
   }
@@ -175,9 +70,8 @@ static void step_segment(lbm_part *p, const lbm_consts *k, const lbm_model *m,
  * LBM_BORDER the owned box less `inner`), row by row, in parallel where a step has enough work
  * to pay for starting threads. */
 static void step(lbm_part *p, const lbm_consts *k, int odd, const ts_box *inner, int which) {
-  lbm_model m = model_of(k);
-  int64_t off[LBM_Q];
-  neighbour_offsets(p, off);
+  lbm_model m = lbm_model_of(k);
+  lbm_view v = view_of(p);
   const ts_box *b = which == LBM_INNER ? inner : &p->own;
   int rows = b->hi[1] - b->lo[1], layers = b->hi[2] - b->lo[2];
   if (rows <= 0 || layers <= 0 || b->hi[0] <= b->lo[0])
@@ -190,11 +84,11 @@ static void step(lbm_part *p, const lbm_consts *k, int odd, const ts_box *inner,
     int cut = which == LBM_BORDER && y >= inner->lo[1] && y < inner->hi[1] && z >= inner->lo[2] &&
               z < inner->hi[2] && inner->lo[0] < inner->hi[0];
     if (!cut) {
-      step_segment(p, k, &m, off, odd, row + x0, row + x1);
+      step_segment(&v, k, &m, odd, row + x0, row + x1);
       continue;
     }
-    step_segment(p, k, &m, off, odd, row + x0, row + inner->lo[0]);
-    step_segment(p, k, &m, off, odd, row + inner->hi[0], row + x1);
+    step_segment(&v, k, &m, odd, row + x0, row + inner->lo[0]);
+    step_segment(&v, k, &m, odd, row + inner->hi[0], row + x1);
   }
 }
 
@@ -205,15 +99,14 @@ static void kernels_odd(lbm_part *p, const lbm_consts *k, const ts_box *inner, i
 
 static void kernels_moments(const lbm_part *p, const lbm_consts *k, int odd, int64_t n, float *rho,
                             float u[3]) {
+  lbm_view v = view_of(p);
   float f[LBM_Q];
   if (odd) {
-    int64_t off[LBM_Q];
-    neighbour_offsets(p, off);
-    gather_incoming(p, k, off, n, f);
+    lbm_gather_incoming(&v, k, n, f);
   } else {
     LBM_UNROLL
     for (int q = 0; q < LBM_Q; q++)
-      f[q] = (float)SLOT(p, q, n);
+      f[q] = LBM_LOAD(LBM_SLOT(&v, q, n));
   }
   *rho = 1.0f + lbm_moments(f, k->force, u);
 }
@@ -240,7 +133,8 @@ static ts_status kernels_init(lbm_part *p, const ts_lbm_params *params, const lb
           rho = k->face_rho[face];
         float uf[3] = {(float)u[0], (float)u[1], (float)u[2]};
         for (int q = 0; q < LBM_Q; q++)
-          SLOT(p, q, n) = (lbm_store)lbm_feq(q, (float)(rho - 1.0), uf);
+          ((lbm_store *)p->f)[(int64_t)q * p->plane + n] =
+              LBM_STORE(lbm_feq(q, (float)(rho - 1.0), uf));
       }
   return TS_OK;
 }
