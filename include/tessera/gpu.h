@@ -5,6 +5,7 @@
 #define TESSERA_GPU_H
 
 #include "tessera/error.h"
+#include "tessera/halo.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,6 +26,16 @@ const char *ts_gpu_runtime(void);
 /* Copy bandwidth of a device (GB/s, bytes read plus bytes written) over a copy of `bytes`
  * bytes, the median of 10 copies; 0 on failure. */
 double ts_gpu_copy_bandwidth(int device, double bytes);
+
+#if TESSERA_HAVE_CUDA
+/* The halo engine's copier (ts_halo_copier) for fields in GPU memory: halo copies between
+ * subdomains of one process, one 2D copy per component and z layer, through peer access between
+ * devices, queued on a stream of the destination device (the subdomains' own work must be
+ * finished when the exchange starts); ts_gpu_halo_wait waits for the copies queued so far. */
+void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
+                     const ts_halo_field *from, const ts_halo_field *to);
+void ts_gpu_halo_wait(void);
+#endif
 
 #ifdef __cplusplus
 }

@@ -158,12 +158,8 @@ ts_status swe_cuda_attach_double(swe_part *s, int device);
 /* The state fields of a GPU part in device memory (w, hu, hv, w_carry). */
 int swe_cuda_fields_float(const swe_part *s, ts_halo_field *out);
 int swe_cuda_fields_double(const swe_part *s, ts_halo_field *out);
-/* Halo copies between GPU parts of one process (queued on streams; swe_cuda_halo_wait waits
- * for them), and waiting for a part's queued work. */
-void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
-                       const ts_halo_field *from, const ts_halo_field *to);
+/* Waits for a part's queued work. */
 void swe_cuda_sync(const swe_part *s);
-void swe_cuda_halo_wait(void);
 #endif
 
 static inline int64_t swe_index(const swe_part *s, int i, int j) {

@@ -11,12 +11,11 @@
  * is one fused tile kernel (k_stage) that also records the step's maxima. Each cell's bed
  * source is completed with its high face's correction in the order the CPU sweep uses, and the
  * build turns off fused multiply-add, so both backends compute the same values. Halo copies
- * between the GPUs of one process are queued on per-device streams (swe_cuda_copy_box). */
+ * between the GPUs of one process are queued on per-device streams (ts_gpu_copy_box). */
 #include <cuda_runtime.h>
 
 #include <limits.h>
 #include <math.h>
-#include <mutex>
 #include <stdio.h>
 
 extern "C" {
@@ -1397,63 +1396,6 @@ extern "C" int SWE_CUDA_FIELDS(const swe_part *s, ts_halo_field *out) {
 }
 
 #if !TS_REAL_DOUBLE /* once for both precisions */
-/* Streams of the halo copies between GPU parts of one process, one per destination device
- * (created when first needed, kept for the process). */
-static cudaStream_t halo_streams[64];
-static int halo_pending[64];
-
-static std::mutex halo_streams_lock;
-
-/* The halo stream of the device holding dst, made the calling thread's current device (a copy
- * must be queued from its stream's device; the halo engine copies on several threads). */
-static cudaStream_t halo_stream_for(const void *dst) {
-  cudaPointerAttributes at;
-  check(cudaPointerGetAttributes(&at, dst), "pointer attributes");
-  int d = at.device;
-  if (d < 0 || d >= 64)
-    d = 0;
-  check(cudaSetDevice(d), "device selection");
-  std::lock_guard<std::mutex> hold(halo_streams_lock);
-  if (!halo_streams[d])
-    check(cudaStreamCreateWithFlags(&halo_streams[d], cudaStreamNonBlocking), "stream");
-  halo_pending[d] = 1;
-  return halo_streams[d];
-}
-
-/* Halo copies between GPU parts of one process: one 2D copy per component, between devices
- * through peer access where the GPUs have it, queued on the destination device's halo stream
- * (the parts' own work was finished before the exchange started); swe_cuda_halo_wait waits
- * for them. */
-extern "C" void swe_cuda_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
-                                  const ts_halo_field *from, const ts_halo_field *to) {
-  for (int f = 0; f < nfields; f++) {
-    size_t e = from[f].elem, width = (size_t)(box->hi[0] - box->lo[0]) * e;
-    int64_t so = from[f].origin + (box->lo[0] - from[f].lo[0]) +
-                 (int64_t)(box->lo[1] - from[f].lo[1]) * from[f].stride[1];
-    int64_t dof = to[f].origin + (box->lo[0] - to[f].lo[0]) +
-                  (int64_t)(box->lo[1] - to[f].lo[1]) * to[f].stride[1];
-    for (int c = 0; c < from[f].ncomp; c++)
-      if (masks[f] >> c & 1u) {
-        char *dst = (char *)to[f].comp[c] + (size_t)dof * e;
-        check(cudaMemcpy2DAsync(
-                  dst, (size_t)to[f].stride[1] * e, (const char *)from[f].comp[c] + (size_t)so * e,
-                  (size_t)from[f].stride[1] * e, width, (size_t)(box->hi[1] - box->lo[1]),
-                  cudaMemcpyDefault, halo_stream_for(dst)),
-              "halo copy");
-      }
-  }
-}
-
-/* Waits for the halo copies queued since the last call. */
-extern "C" void swe_cuda_halo_wait(void) {
-  for (int d = 0; d < 64; d++)
-    if (halo_pending[d]) {
-      check(cudaSetDevice(d), "device selection");
-      check(cudaStreamSynchronize(halo_streams[d]), "halo copies");
-      halo_pending[d] = 0;
-    }
-}
-
 /* Waits for a part's queued work (before its arrays are copied outside its stream). */
 extern "C" void swe_cuda_sync(const swe_part *s) {
   check(cudaStreamSynchronize(use(s)->stream), "synchronisation");

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "physics/swe/swe_internal.h"
+#include "tessera/gpu.h"
 
 /* Runs f(part) for every part of this rank, in parallel when there are several. */
 static void swe_for_parts(ts_swe *s, void (*f)(swe_part *part, void *arg), void *arg) {
@@ -110,7 +111,7 @@ ts_status swe_build_halo_plan(ts_swe *s) {
   ts_status st = ts_halo_plan_create(&s->halo, s->comm, &spec);
 #if TESSERA_HAVE_CUDA
   if (st == TS_OK && s->device_halo)
-    ts_halo_set_copier(s->halo, swe_cuda_copy_box);
+    ts_halo_set_copier(s->halo, ts_gpu_copy_box);
   if (st == TS_OK && transport)
     st = ts_halo_set_transport(s->halo, transport);
 #endif
@@ -149,7 +150,7 @@ ts_status swe_finish_exchange(ts_swe *s) {
 #if TESSERA_HAVE_CUDA
   if (s->device_halo) {
     double t0 = omp_get_wtime();
-    swe_cuda_halo_wait(); /* the copies between devices, queued by the start */
+    ts_gpu_halo_wait(); /* the copies between devices, queued by the start */
     double waited = omp_get_wtime() - t0;
     for (int k = 0; k < s->nparts; k++)
       s->halo_times[s->parts[k]->sub].wait += waited;
