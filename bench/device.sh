@@ -44,8 +44,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     # 4096^2, in one process (halos copied between the devices) and with one MPI rank per GPU
     # (halos through the chosen transport: NCCL where built in).
     gpus=$(nvidia-smi -L | wc -l)
+    devs=$(seq -s, 0 $((gpus - 1)))
     if [ "$gpus" -ge 2 ]; then
-      devs=$(seq -s, 0 $((gpus - 1)))
       for mode in threads mpi; do
         "$T" bench swe --backend cuda --devices "$devs" --mode $mode --weak --size 8192 \
           --steps 30 --decomposition rows --json "$out/weak_${mode}.json"
@@ -57,6 +57,19 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       "$T" bench swe --backend cuda --devices "$devs" --mode mpi --strong --size 4096 --steps 30 \
         --decomposition rows --transport host
     fi
+    # Lattice Boltzmann D3Q19 on one GPU (FluidX3D's benchmark box: cubic, no extensions), fp32
+    # and fp16 storage, then split over the GPUs in one process and with one rank per GPU.
+    for st in fp32 fp16; do
+      "$T" bench lbm --backend cuda --lattice D3Q19 --storage $st --size 256 --steps 200 \
+        --json "$out/lbm_${st}_1gpu.json"
+      if [ "$gpus" -ge 2 ]; then
+        "$T" bench lbm --backend cuda --devices "$devs" --subdomains "$gpus" --lattice D3Q19 \
+          --storage $st --size 256 --steps 200 --json "$out/lbm_${st}_strong_threads.json"
+        mpirun --allow-run-as-root -np "$gpus" "$T" bench lbm --backend cuda --lattice D3Q19 \
+          --storage $st --size 256 --steps 200 --subdomains "$gpus" \
+          --json "$out/lbm_${st}_strong_mpi.json"
+      fi
+    done
     # Malpasset at 10 m, 4000 s, float, on one GPU; the wall time of the time loop is in summary.json.
     m=/work/main/examples/malpasset
     d=/work/shared/data/malpasset

@@ -1,8 +1,8 @@
 /* `tessera bench lbm` (bench_lbm.h): a fully periodic box of N^3 (D3Q19) or N^2 (D2Q9) fluid
  * cells holding a decaying shear flow, SRT or TRT, timed over S steps after two warm-up steps.
  * The roofline: 2 x Q x population bytes + 1 per cell update (each population read and written
- * once, in place, and the node's kind byte) against the host's copy bandwidth (bytes read + written
- * by a parallel memcpy of 512 MiB), measured in the same run. */
+ * once, in place, and the node's kind byte) against the copy bandwidth measured in the same run:
+ * the GPU's (--backend cuda), or the host's (parallel memcpy of 512 MiB, bytes read + written). */
 #include "bench_lbm.h"
 
 #include <math.h>
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tessera/gpu.h"
 #include "tessera/io.h"
 #include "tessera/lbm.h"
 
@@ -83,11 +84,19 @@ int bench_lbm(int argc, char **argv) {
       p.subdomains = (int)x;
     else if (strcmp(a, "--json") == 0)
       json = v;
-    else if (strcmp(a, "--backend") == 0 && strcmp(v, "cpu") == 0)
-      continue;
-    else if (strcmp(a, "--backend") == 0 || strcmp(a, "--devices") == 0)
-      return usage("the lattice Boltzmann module runs on the CPU so far", v);
-    else
+    else if (strcmp(a, "--backend") == 0 && (strcmp(v, "cpu") == 0 || strcmp(v, "cuda") == 0))
+      p.cuda = strcmp(v, "cuda") == 0;
+    else if (strcmp(a, "--devices") == 0) {
+      for (const char *c = v; *c && p.ndevices < 16;) {
+        char *e;
+        long d = strtol(c, &e, 10);
+        if (e == c || d < 0)
+          return usage("--devices must be a list such as 0,1", v);
+        p.devices[p.ndevices++] = (int)d;
+        c = *e == ',' ? e + 1 : e;
+      }
+      p.cuda = 1;
+    } else
       return usage("unknown option or bad value", a);
   }
   int dim = p.lattice == TS_LBM_D3Q19 ? 3 : 2;
@@ -104,7 +113,9 @@ int bench_lbm(int argc, char **argv) {
   if (dim == 2 && p.subdomains > 1)
     return usage("a periodic D2Q9 box runs as one subdomain", NULL);
   const ts_comm *comm = ts_comm_world();
-  double bandwidth = host_copy_bandwidth();
+  /* the roofline: the device's copy bandwidth (1 GiB), or the host's */
+  double bandwidth = p.cuda ? ts_gpu_copy_bandwidth(p.ndevices ? p.devices[0] : 0, 1073741824.0)
+                            : host_copy_bandwidth();
   ts_lbm *s;
   ts_status st = ts_lbm_create(&s, &p, comm);
   if (st != TS_OK) {
@@ -123,15 +134,16 @@ int bench_lbm(int argc, char **argv) {
   if (st != TS_OK)
     fprintf(stderr, "tessera: %s\n", ts_error_message());
   if (rc == 0 && ts_comm_rank(comm) == 0) {
-    printf("tessera bench lbm: D%dQ%d %s %s, %ld^%d cells, %d subdomains, %d ranks x %d threads\n",
+    printf("tessera bench lbm: D%dQ%d %s %s, %ld^%d cells, %d subdomains, %d ranks x %d threads, "
+           "%s\n",
            dim, q, p.collision == TS_LBM_TRT ? "TRT" : "SRT",
            p.storage == TS_LBM_FP16 ? "fp16" : "fp32", n, dim, ts_lbm_decomp(s)->count,
-           ts_comm_size(comm), omp_get_max_threads());
+           ts_comm_size(comm), omp_get_max_threads(), p.cuda ? "cuda" : "cpu");
     printf("%8s %10s %10s %8s %12s %10s\n", "steps", "wall_s", "MLUPs", "B/cell", "GB/s",
            "roofline");
     printf("%8ld %10.3f %10.1f %8.0f %12.2f %9.1f%%\n", steps, wall, mlups, bytes, gbs,
            bandwidth > 0 ? 100 * gbs / bandwidth : 0);
-    printf("host copy bandwidth %.1f GB/s (memcpy, read + write)\n", bandwidth);
+    printf("%s copy bandwidth %.1f GB/s (read + write)\n", p.cuda ? "device" : "host", bandwidth);
   }
   if (rc == 0 && json && ts_comm_rank(comm) == 0) {
     char tmp[4200];

@@ -28,6 +28,11 @@ const char *ts_gpu_runtime(void);
 double ts_gpu_copy_bandwidth(int device, double bytes);
 
 #if TESSERA_HAVE_CUDA
+/* Stops the program with "tessera: CUDA <what> failed: <reason>" unless error (a cudaError_t)
+ * is success: a failing device call leaves no consistent state to return to. */
+void ts_gpu_check(int error, const char *what);
+/* Lets `device` (made current) read and write the memory of every GPU it has peer access to. */
+void ts_gpu_enable_peers(int device);
 /* The halo engine's copier (ts_halo_copier) for fields in GPU memory: halo copies between
  * subdomains of one process, one 2D copy per component and z layer, through peer access between
  * devices, queued on a stream of the destination device (the subdomains' own work must be

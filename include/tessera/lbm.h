@@ -54,6 +54,11 @@ typedef struct ts_lbm_params {
   /* Initial velocity per cell, or NULL for rest: called once per cell (lattice units). */
   void (*initial)(void *arg, int i, int j, int k, double *rho, double u[3]);
   void *initial_arg;
+  /* Where the parts run: the CPU, or NVIDIA GPUs (cuda: subdomains take devices[] in turn, or
+   * all GPUs of the process when ndevices is 0). */
+  int cuda;
+  int ndevices;
+  int devices[16];
   /* Split: subdomains over all ranks (0: one per rank), decomposition and tile counts. */
   int subdomains;
   ts_decomp_kind decomposition;

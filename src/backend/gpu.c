@@ -117,25 +117,38 @@ double ts_gpu_copy_bandwidth(int device, double bytes) {
  * (created when first needed, kept for the process); the halo engine copies on several threads. */
 static cudaStream_t halo_streams[64];
 static int halo_pending[64];
-static void halo_check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) {
-    /* a failing device copy leaves no consistent state to return to: report and stop */
-    fprintf(stderr, "tessera: CUDA %s failed: %s\n", what, cudaGetErrorString(e));
+void ts_gpu_check(int error, const char *what) {
+  if (error != cudaSuccess) {
+    /* a failing device call leaves no consistent state to return to: report and stop */
+    fprintf(stderr, "tessera: CUDA %s failed: %s\n", what, cudaGetErrorString((cudaError_t)error));
     exit(1);
   }
+}
+
+void ts_gpu_enable_peers(int device) {
+  int ndev = 0;
+  cudaSetDevice(device);
+  cudaGetDeviceCount(&ndev);
+  for (int peer = 0; peer < ndev; peer++) {
+    int can = 0;
+    if (peer != device && cudaDeviceCanAccessPeer(&can, device, peer) == cudaSuccess && can)
+      cudaDeviceEnablePeerAccess(peer, 0); /* "already enabled" is fine */
+  }
+  cudaGetLastError(); /* that error is not sticky */
 }
 
 /* The halo stream of the device holding dst, made the calling thread's current device (a copy
  * must be queued from its stream's device). */
 static cudaStream_t halo_stream_for(const void *dst) {
   struct cudaPointerAttributes at;
-  halo_check(cudaPointerGetAttributes(&at, dst), "pointer attributes");
+  ts_gpu_check((int)cudaPointerGetAttributes(&at, dst), "pointer attributes");
   int d = at.device >= 0 && at.device < 64 ? at.device : 0;
-  halo_check(cudaSetDevice(d), "device selection");
+  ts_gpu_check((int)cudaSetDevice(d), "device selection");
 #pragma omp critical(tessera_gpu_halo_streams)
   {
     if (!halo_streams[d])
-      halo_check(cudaStreamCreateWithFlags(&halo_streams[d], cudaStreamNonBlocking), "stream");
+      ts_gpu_check((int)cudaStreamCreateWithFlags(&halo_streams[d], cudaStreamNonBlocking),
+                   "stream");
     halo_pending[d] = 1;
   }
   return halo_streams[d];
@@ -156,11 +169,11 @@ void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
         if (masks[f] >> c & 1u) {
           char *dst = (char *)to[f].comp[c] + (size_t)dof * e;
           const char *src = (const char *)from[f].comp[c] + (size_t)so * e;
-          halo_check(cudaMemcpy2DAsync(dst, (size_t)to[f].stride[1] * e, src,
-                                       (size_t)from[f].stride[1] * e, width,
-                                       (size_t)(box->hi[1] - box->lo[1]), cudaMemcpyDefault,
-                                       halo_stream_for(dst)),
-                     "halo copy");
+          ts_gpu_check((int)cudaMemcpy2DAsync(dst, (size_t)to[f].stride[1] * e, src,
+                                              (size_t)from[f].stride[1] * e, width,
+                                              (size_t)(box->hi[1] - box->lo[1]), cudaMemcpyDefault,
+                                              halo_stream_for(dst)),
+                       "halo copy");
         }
     }
   }
@@ -169,8 +182,8 @@ void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
 void ts_gpu_halo_wait(void) {
   for (int d = 0; d < 64; d++)
     if (halo_pending[d]) {
-      halo_check(cudaSetDevice(d), "device selection");
-      halo_check(cudaStreamSynchronize(halo_streams[d]), "halo copies");
+      ts_gpu_check((int)cudaSetDevice(d), "device selection");
+      ts_gpu_check((int)cudaStreamSynchronize(halo_streams[d]), "halo copies");
       halo_pending[d] = 0;
     }
 }

@@ -3,14 +3,18 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char ts_error_text[1024];
 
 ts_status ts_error(ts_status code, const char *fmt, ...) {
+  /* formatted aside first: callers may pass the current message as an argument, to prefix it */
+  char text[sizeof ts_error_text];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ts_error_text, sizeof ts_error_text, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  memcpy(ts_error_text, text, sizeof text);
   return code;
 }
 

@@ -83,6 +83,28 @@ ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_ki
   return TS_OK;
 }
 
+ts_status ts_case_read_devices(const ts_config *cfg, int max, int *n, int *devices) {
+  const char *v;
+  *n = 0;
+  TS_CALL(ts_config_string(cfg, "parallel", "devices", "all", &v));
+  if (strcmp(v, "all") == 0)
+    return TS_OK;
+  for (const char *p = v; *p;) {
+    char *end;
+    long d = strtol(p, &end, 10);
+    if (end == p || d < 0 || d >= 4096 || *n == max)
+      return ts_config_error(cfg, "parallel", "devices",
+                             "must be all or a comma-separated list of device numbers such as "
+                             "0,1 (got '%s')",
+                             v);
+    devices[(*n)++] = (int)d;
+    p = end;
+    while (*p == ' ' || *p == ',')
+      p++;
+  }
+  return TS_OK;
+}
+
 ts_status ts_case_tuples(const ts_config *cfg, const char *section, const char *key, int arity,
                          double **out, int *count) {
   *out = NULL;

@@ -169,6 +169,20 @@ int main(void) {
   expect("cfl out of range", "case.ini", 2, "case.ini:5:", "cfl");
   write_file("case.ini", "[model]\ntype = swe\n[swe]\nbed = bed.asc\n");
   expect("no end time", "case.ini", 2, "case.ini", "[time] end is required");
+  /* lattice Boltzmann cases */
+  write_file("lbm.ini", "[model]\ntype = lbm\n[lbm]\nnx = 16\ntau = 0.5\n[time]\nsteps = 10\n");
+  expect("lbm: tau at 1/2", "lbm.ini", 2, "lbm.ini:5:", "exceed 1/2");
+  expect("lbm: two viscosities", "lbm.ini --set lbm.reynolds=100", 2, "lbm.ini",
+         "exactly one of reynolds");
+  expect("lbm: Mach too high", "lbm.ini --set lbm.tau=0.6 --set lbm.lid_velocity=0.4", 2,
+         "--set lbm.lid_velocity", "Mach");
+  expect("lbm: misspelt key", "lbm.ini --set lbm.reynold=100", 2, "lbm.reynold", "reynolds");
+  expect("lbm: one periodic face", "lbm.ini --set lbm.tau=0.6 --set lbm.west=periodic", 2,
+         "--set lbm.west", "pairs");
+  expect("lbm: D2Q9 has no top", "lbm.ini --set lbm.tau=0.6 --set lbm.top=lid", 2, "--set lbm.top",
+         "no top face");
+  expect("lbm: steps required", "lbm.ini --set lbm.tau=0.6 --set time.steps=0", 2,
+         "--set time.steps", "at least 1");
   write_file("not_a_checkpoint.tsc", "TESSERA-CKPT but not really\n");
   expect("bad checkpoint", "case.ini --restart not_a_checkpoint.tsc", 2, "not_a_checkpoint.tsc",
          "checkpoint");

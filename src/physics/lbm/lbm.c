@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "physics/lbm/lbm_internal.h"
+#include "tessera/gpu.h"
+#include "tessera/transport.h"
 
 void ts_lbm_params_default(ts_lbm_params *p) {
   memset(p, 0, sizeof *p);
@@ -224,8 +226,9 @@ static void mark_bulk(const ts_lbm *s, lbm_part *p) {
       }
 }
 
-static ts_status part_create(ts_lbm *s, lbm_part *p, int sub) {
+static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
   p->sub = sub;
+  p->device = -1;
   p->own = s->own[sub];
   p->inner = p->own; /* less a layer where a neighbouring subdomain's halo begins */
   for (int a = 0; a < s->dim; a++) {
@@ -250,7 +253,8 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub) {
       }
   mark_bulk(s, p);
   TS_CALL(part_lists(s, p));
-  return s->k->init(p, &s->p, &s->consts);
+  TS_CALL(s->k->init(p, &s->p, &s->consts));
+  return s->k->attach ? s->k->attach(p, device) : TS_OK;
 }
 
 static void part_destroy(lbm_part *p) {
@@ -297,7 +301,7 @@ static ts_halo_field field_of(const ts_lbm *s, const lbm_part *p) {
   f.ncomp = s->k->q;
   f.elem = s->k->elem;
   for (int q = 0; q < s->k->q; q++)
-    f.comp[q] = (char *)p->f + (size_t)q * (size_t)p->plane * s->k->elem;
+    f.comp[q] = (char *)(p->dev_f ? p->dev_f : p->f) + (size_t)q * (size_t)p->plane * s->k->elem;
   f.stride[0] = 1;
   f.stride[1] = p->len[0];
   f.stride[2] = (int64_t)p->len[0] * p->len[1];
@@ -320,13 +324,34 @@ static ts_status make_plan(ts_lbm *s, ts_halo_plan **plan, const uint32_t *masks
   return ts_halo_plan_create(plan, s->comm, &spec);
 }
 
+/* An exchange starts once the parts' queued work is done (GPU halos are read outside their
+ * streams) and finishes when the copies between devices have landed. */
+static ts_status exchange_start(ts_lbm *s, ts_halo_plan *plan) {
+  for (int k = 0; k < s->nparts && s->k->sync; k++)
+    s->k->sync(&s->parts[k]);
+  return ts_halo_start(plan, s->fields, s->fields);
+}
+
+static ts_status exchange_finish(ts_lbm *s, ts_halo_plan *plan) {
+  TS_CALL(ts_halo_finish(plan, s->fields));
+#if TESSERA_HAVE_CUDA
+  if (s->p.cuda)
+    ts_gpu_halo_wait();
+#endif
+  return TS_OK;
+}
+
 static ts_status exchange(ts_lbm *s, ts_halo_plan *plan) {
-  TS_CALL(ts_halo_start(plan, s->fields, s->fields));
-  return ts_halo_finish(plan, s->fields);
+  TS_CALL(exchange_start(s, plan));
+  return exchange_finish(s, plan);
 }
 
 /* Periodic images before an odd step: every slot of the partner. */
 static void periodic_forward(const ts_lbm *s, lbm_part *p) {
+  if (s->k->periodic) {
+    s->k->periodic(p, 1);
+    return;
+  }
   size_t e = s->k->elem;
   for (int k = 0; k < p->nperiodic; k++)
     for (int q = 0; q < s->k->q; q++) {
@@ -337,6 +362,10 @@ static void periodic_forward(const ts_lbm *s, lbm_part *p) {
 
 /* After an odd step: what nodes pushed into the images goes on to their partners. */
 static void periodic_back(const ts_lbm *s, lbm_part *p) {
+  if (s->k->periodic) {
+    s->k->periodic(p, 0);
+    return;
+  }
   size_t e = s->k->elem;
   for (int k = 0; k < p->nperiodic; k++)
     for (int q = 0; q < s->k->q; q++) {
@@ -348,6 +377,10 @@ static void periodic_back(const ts_lbm *s, lbm_part *p) {
 }
 
 static void keep_walls(const ts_lbm *s, lbm_part *p, int restore) {
+  if (s->k->keep) {
+    s->k->keep(p, restore);
+    return;
+  }
   size_t e = s->k->elem;
   for (int k = 0; k < p->nkeep; k++) {
     char *slot = (char *)p->f + e * (size_t)p->keep_slot[k], *kept = p->keep_value + e * (size_t)k;
@@ -365,6 +398,12 @@ static ts_status before_odd(ts_lbm *s) {
 /* ------------------------------------------------------------------ the solver */
 
 static const lbm_kernels *kernels_for(const ts_lbm_params *p) {
+#if TESSERA_HAVE_CUDA
+  if (p->cuda && p->lattice == TS_LBM_D3Q19)
+    return p->storage == TS_LBM_FP16 ? &lbm_kernels_cuda_d3q19_fp16 : &lbm_kernels_cuda_d3q19_fp32;
+  if (p->cuda)
+    return p->storage == TS_LBM_FP16 ? &lbm_kernels_cuda_d2q9_fp16 : &lbm_kernels_cuda_d2q9_fp32;
+#endif
   if (p->lattice == TS_LBM_D3Q19)
     return p->storage == TS_LBM_FP16 ? &lbm_kernels_d3q19_fp16 : &lbm_kernels_d3q19_fp32;
   return p->storage == TS_LBM_FP16 ? &lbm_kernels_d2q9_fp16 : &lbm_kernels_d2q9_fp32;
@@ -403,9 +442,29 @@ static ts_status check_split(const ts_lbm *s) {
   return TS_OK;
 }
 
+/* The device of this rank's k-th part (cuda): the listed (or all) devices in turn, the ranks of
+ * a node taking consecutive ones. */
+static int device_of(const ts_lbm *s, int k) {
+  if (!s->p.cuda)
+    return -1;
+  int n = s->p.ndevices > 0 ? s->p.ndevices : s->gpus;
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  int rank = local ? atoi(local) : s->rank, slot = (rank * s->nparts + k) % n;
+  return s->p.ndevices > 0 ? s->p.devices[slot] : slot;
+}
+
 static ts_status create(ts_lbm *s) {
   s->dim = s->p.lattice == TS_LBM_D3Q19 ? 3 : 2;
   TS_CALL(check_params(&s->p, s->dim));
+  if (s->p.cuda && !TESSERA_HAVE_CUDA)
+    return ts_error(TS_ERR_INPUT, "lbm: this tessera was built without CUDA");
+  s->gpus = s->p.cuda ? ts_gpu_count() : 0;
+  if (s->p.cuda && s->gpus == 0)
+    return ts_error(TS_ERR_INPUT, "lbm: backend cuda, but no GPU is found");
+  for (int d = 0; d < s->p.ndevices; d++)
+    if (s->p.devices[d] < 0 || s->p.devices[d] >= s->gpus)
+      return ts_error(TS_ERR_INPUT, "lbm: device %d does not exist (%d GPUs)", s->p.devices[d],
+                      s->gpus);
   s->k = kernels_for(&s->p);
   set_consts(s);
   for (int a = 0; a < 3; a++)
@@ -436,8 +495,10 @@ static ts_status create(ts_lbm *s) {
   for (int b = 0, k = 0; b < count; b++) {
     if (s->sub_rank[b] != s->rank)
       continue;
-    lbm_part *p = &s->parts[k++];
-    TS_CALL(part_create(s, p, b));
+    lbm_part *p = &s->parts[k];
+    int device = device_of(s, k);
+    k++;
+    TS_CALL(part_create(s, p, b, device));
     s->fields[b] = field_of(s, p);
     for (int z = p->own.lo[2]; z < p->own.hi[2]; z++)
       for (int y = p->own.lo[1]; y < p->own.hi[1]; y++)
@@ -449,7 +510,28 @@ static ts_status create(ts_lbm *s) {
   build_masks(s);
   TS_CALL(make_plan(s, &s->forward, s->mask_forward, 0));
   TS_CALL(make_plan(s, &s->back_faces, s->mask_faces, 1));
-  return make_plan(s, &s->back_diagonal, s->mask_diagonal, 1);
+  TS_CALL(make_plan(s, &s->back_diagonal, s->mask_diagonal, 1));
+#if TESSERA_HAVE_CUDA
+  if (s->p.cuda) { /* halos in device memory: copies between devices, a transport between ranks */
+    ts_halo_plan *plans[3] = {s->forward, s->back_faces, s->back_diagonal};
+    const ts_halo_transport *transport = NULL;
+    if (s->nranks > 1) {
+      int device = s->parts[0].device;
+      for (int k = 1; k < s->nparts; k++)
+        device = s->parts[k].device == device ? device : -1;
+      ts_transport_kind chosen;
+      TS_CALL(ts_comm_agree(
+          s->comm, ts_transport_open(s->comm, device, TS_TRANSPORT_AUTO, &transport, &chosen)));
+      s->transport_open = 1;
+    }
+    for (int i = 0; i < 3; i++) {
+      ts_halo_set_copier(plans[i], ts_gpu_copy_box);
+      if (transport)
+        TS_CALL(ts_halo_set_transport(plans[i], transport));
+    }
+  }
+#endif
+  return TS_OK;
 }
 
 ts_status ts_lbm_create(ts_lbm **out, const ts_lbm_params *p, const ts_comm *comm) {
@@ -476,8 +558,15 @@ void ts_lbm_destroy(ts_lbm *s) {
   ts_halo_plan_destroy(s->forward);
   ts_halo_plan_destroy(s->back_faces);
   ts_halo_plan_destroy(s->back_diagonal);
-  for (int k = 0; k < s->nparts && s->parts; k++)
+  for (int k = 0; k < s->nparts && s->parts; k++) {
+    if (s->k && s->k->release)
+      s->k->release(&s->parts[k]);
     part_destroy(&s->parts[k]);
+  }
+#if TESSERA_HAVE_CUDA
+  if (s->transport_open)
+    ts_transport_close();
+#endif
   free(s->parts);
   free(s->own);
   free(s->window);
@@ -492,11 +581,11 @@ void ts_lbm_destroy(ts_lbm *s) {
 static ts_status odd_step(ts_lbm *s) {
   for (int k = 0; k < s->nparts; k++)
     periodic_forward(s, &s->parts[k]);
-  TS_CALL(ts_halo_start(s->forward, s->fields, s->fields));
+  TS_CALL(exchange_start(s, s->forward));
 #pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
   for (int k = 0; k < s->nparts; k++)
     s->k->odd(&s->parts[k], &s->consts, &s->parts[k].inner, LBM_INNER);
-  TS_CALL(ts_halo_finish(s->forward, s->fields));
+  TS_CALL(exchange_finish(s, s->forward));
 #pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
   for (int k = 0; k < s->nparts; k++) {
     s->k->odd(&s->parts[k], &s->consts, &s->parts[k].inner, LBM_BORDER);
@@ -522,6 +611,8 @@ ts_status ts_lbm_step(ts_lbm *s, int n) {
     }
     s->steps++;
   }
+  for (int k = 0; k < s->nparts && s->k->sync; k++)
+    s->k->sync(&s->parts[k]); /* the steps are done when this returns */
   return TS_OK;
 }
 
@@ -579,6 +670,8 @@ static ts_status gather_moments(ts_lbm *s, double *out) {
     if (!rho || !u) {
       st = ts_error(TS_ERR_NOMEM, "out of memory");
     } else {
+      if (s->k->to_host)
+        s->k->to_host(&s->parts[k]);
       part_moments(s, &s->parts[k], rho, u);
       for (int64_t m = 0; m < cells; m++, w += 4) {
         w[0] = rho[m];
@@ -673,6 +766,8 @@ ts_status ts_lbm_change(ts_lbm *s, double *max_change) {
     if (!rho || !u || !p->u_prev) {
       st = ts_error(TS_ERR_NOMEM, "out of memory");
     } else {
+      if (s->k->to_host)
+        s->k->to_host(p);
       part_moments(s, p, rho, u);
       for (int64_t m = 0; m < cells; m++) {
         if (isnan(rho[m]))

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tessera/gpu.h"
 #include "tessera/io.h"
 #include "tessera/lbm.h"
 
@@ -255,11 +256,15 @@ static ts_status read_run(lbm_case *k, const ts_case_options *opt) {
   if (k->check_interval < 1)
     return ts_config_error(k->cfg, "time", "check_interval", "must be at least 1");
   static const char *const backends[] = {"cpu", "cuda", "auto", NULL};
-  int backend;
-  TS_CALL(ts_config_choice(k->cfg, "parallel", "backend", 0, backends, &backend));
-  if (backend == 1)
-    return ts_config_error(k->cfg, "parallel", "backend",
-                           "the lattice Boltzmann module runs on the CPU so far (cpu or auto)");
+  int backend, fallback = 0;
+  const char *env = getenv("TESSERA_BACKEND"); /* the default, as for shallow water */
+  for (int b = 0; env && backends[b]; b++)
+    fallback = strcmp(env, backends[b]) == 0 ? b : fallback;
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "backend", fallback, backends, &backend));
+  k->p.cuda = backend == 1 || (backend == 2 && ts_gpu_count() > 0);
+  if (k->p.cuda && !TESSERA_HAVE_CUDA)
+    return ts_config_error(k->cfg, "parallel", "backend", "this tessera was built without CUDA");
+  TS_CALL(ts_case_read_devices(k->cfg, 16, &k->p.ndevices, k->p.devices));
   TS_CALL(ts_case_read_split(k->cfg, &k->p.subdomains, &k->p.decomposition, k->p.parts));
   const char *formats;
   TS_CALL(ts_config_string(k->cfg, "output", "formats", "vtk, png", &formats));
@@ -528,6 +533,7 @@ static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_res
   ts_json_key(&j, "fluid_cells"), ts_json_int(&j, ts_lbm_fluid_cells(s));
   ts_json_key(&j, "ranks"), ts_json_int(&j, ts_comm_size(k->comm));
   ts_json_key(&j, "subdomains"), ts_json_int(&j, ts_lbm_decomp(s)->count);
+  ts_json_key(&j, "backend"), ts_json_string(&j, k->p.cuda ? "cuda" : "cpu");
   ts_json_key(&j, "wall_s"), ts_json_number(&j, r->wall);
   ts_json_key(&j, "mlups"), ts_json_number(&j, r->mlups);
   ts_json_key(&j, "files");
@@ -557,11 +563,11 @@ static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_res
 static void report(const lbm_case *k, FILE *out) {
   static const char *const lattices[] = {"D2Q9", "D3Q19"}, *const collisions[] = {"SRT", "TRT"};
   fprintf(out,
-          "lbm: %s %s %s, %d x %d x %d cells, tau %.6g, viscosity %.6g, U %.4g: Re %.6g, "
-          "Ma %.3g",
+          "lbm: %s %s %s on the %s, %d x %d x %d cells, tau %.6g, viscosity %.6g, U %.4g: "
+          "Re %.6g, Ma %.3g",
           lattices[k->p.lattice], collisions[k->p.collision],
-          k->p.storage == TS_LBM_FP16 ? "fp16" : "fp32", k->p.n[0], k->p.n[1], k->p.n[2], k->p.tau,
-          k->viscosity, k->velocity, k->reynolds, k->mach);
+          k->p.storage == TS_LBM_FP16 ? "fp16" : "fp32", k->p.cuda ? "GPU" : "CPU", k->p.n[0],
+          k->p.n[1], k->p.n[2], k->p.tau, k->viscosity, k->velocity, k->reynolds, k->mach);
   if (k->si[0] > 0) {
     double dx = k->si[0] / k->p.n[0], dt = dx * k->velocity / k->si[1];
     fprintf(out, "; dx %.6g m, dt %.6g s", dx, dt);

@@ -21,11 +21,16 @@
 
 /* Loops over the directions are unrolled and the small functions below inlined, so that the
  * velocities and weights become constants in the compiled code (no tables). */
-#if defined(__CUDACC__)
+#if defined(__CUDA_ARCH__) /* the device pass of nvcc */
 #define LBM_UNROLL _Pragma("unroll")
-#define LBM_INLINE __forceinline__
+#elif defined(__CUDACC__) /* its host pass: the host code of .cu files does not step nodes */
+#define LBM_UNROLL
 #else
 #define LBM_UNROLL _Pragma("GCC unroll 32")
+#endif
+#if defined(__CUDACC__)
+#define LBM_INLINE __forceinline__
+#else
 #define LBM_INLINE __attribute__((always_inline)) inline
 #endif
 

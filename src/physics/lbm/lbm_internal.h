@@ -63,6 +63,9 @@ typedef struct lbm_part {
   unsigned char *type;
   float *u_prev; /* velocities at the last ts_lbm_change, 3 per local node */
   ts_box inner;  /* owned nodes none of whose neighbours is a halo node */
+  int device;    /* CUDA device of a GPU part, -1 on the CPU */
+  void *gpu;     /* the GPU backend's state, NULL on the CPU */
+  void *dev_f;   /* a GPU part's populations in device memory (f is the host mirror) */
   /* Owned periodic frame nodes: their node, the partner they image, and the slots that nodes
    * pushing into them fill (sent on to the partner after an odd step). */
   int nperiodic;
@@ -95,10 +98,24 @@ typedef struct lbm_kernels {
   /* Density and velocity of a computed node, before the step with parity `odd` (0: even). */
   void (*moments)(const lbm_part *p, const lbm_consts *k, int odd, int64_t node, float *rho,
                   float u[3]);
+  /* GPU backends (NULL on the CPU): the device side of a part from its host arrays, freed by
+   * release; to_host copies the populations down for host code (moments); sync waits for the
+   * part's queued work; periodic refreshes the images (forward) or sends what was pushed into
+   * them on to their partners; keep saves or restores the wall slots of subdomain borders. */
+  ts_status (*attach)(lbm_part *p, int device);
+  void (*release)(lbm_part *p);
+  void (*to_host)(lbm_part *p);
+  void (*sync)(lbm_part *p);
+  void (*periodic)(lbm_part *p, int forward);
+  void (*keep)(lbm_part *p, int restore);
 } lbm_kernels;
 
 extern const lbm_kernels lbm_kernels_d2q9_fp32, lbm_kernels_d2q9_fp16;
 extern const lbm_kernels lbm_kernels_d3q19_fp32, lbm_kernels_d3q19_fp16;
+#if TESSERA_HAVE_CUDA
+extern const lbm_kernels lbm_kernels_cuda_d2q9_fp32, lbm_kernels_cuda_d2q9_fp16;
+extern const lbm_kernels lbm_kernels_cuda_d3q19_fp32, lbm_kernels_cuda_d3q19_fp16;
+#endif
 
 struct ts_lbm {
   ts_lbm_params p;
@@ -118,6 +135,8 @@ struct ts_lbm {
   ts_halo_plan *forward, *back_faces, *back_diagonal;
   int64_t steps, fluid_cells;
   int have_change;
+  int gpus;           /* CUDA devices this process sees (cuda backend) */
+  int transport_open; /* a GPU transport between ranks was opened */
 };
 
 #endif

@@ -299,8 +299,6 @@ static ts_status read_formats(swe_case *k) {
   return TS_OK;
 }
 
-/* Creates the output directory (and parents) and checks that a file can be written in it. */
-
 /* [parallel]: backend, devices, subdomains, decomposition, ghost_expansion, early_exit, overlap,
  * transport. */
 static ts_status read_parallel(swe_case *k) {
@@ -310,23 +308,7 @@ static ts_status read_parallel(swe_case *k) {
   int backend;
   TS_CALL(ts_config_choice(k->cfg, "parallel", "backend", (int)par->backend, backends, &backend));
   par->backend = (ts_backend)backend;
-  TS_CALL(ts_config_string(k->cfg, "parallel", "devices", "all", &v));
-  if (strcmp(v, "all") != 0) {
-    const char *p = v;
-    while (*p) {
-      char *end;
-      long d = strtol(p, &end, 10);
-      if (end == p || d < 0 || d >= 4096 || par->ndevices == TS_MAX_DEVICES)
-        return ts_config_error(k->cfg, "parallel", "devices",
-                               "must be all or a comma-separated list of device numbers such "
-                               "as 0,1 (got '%s')",
-                               v);
-      par->devices[par->ndevices++] = (int)d;
-      p = end;
-      while (*p == ' ' || *p == ',')
-        p++;
-    }
-  }
+  TS_CALL(ts_case_read_devices(k->cfg, TS_MAX_DEVICES, &par->ndevices, par->devices));
   int parts[3];
   TS_CALL(ts_case_read_split(k->cfg, &par->subdomains, &par->decomposition, parts));
   if (parts[2] > 1)

@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "physics/swe/swe_internal.h"
+#include "tessera/gpu.h"
 #include "tessera/transport.h"
 }
 
@@ -147,13 +148,7 @@ static swe_gpu *use(const swe_part *s) {
   return gpu_of(s);
 }
 
-static void check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) {
-    /* A failing device call leaves no consistent state to return to: report and stop. */
-    fprintf(stderr, "tessera: CUDA %s failed: %s\n", what, cudaGetErrorString(e));
-    exit(1);
-  }
-}
+static void check(cudaError_t e, const char *what) { ts_gpu_check((int)e, what); }
 
 /* ------------------------------------------------------------------ kernels */
 
@@ -1242,14 +1237,7 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
     return ts_error(TS_ERR_NOMEM, "out of memory");
   s->gpu = g;
   s->device = device;
-  int ndev = 0;
-  cudaGetDeviceCount(&ndev);
-  for (int peer = 0; peer < ndev; peer++) {
-    int can = 0;
-    if (peer != device && cudaDeviceCanAccessPeer(&can, device, peer) == cudaSuccess && can)
-      cudaDeviceEnablePeerAccess(peer, 0); /* "already enabled" is fine */
-  }
-  cudaGetLastError();
+  ts_gpu_enable_peers(device);
   check(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "stream");
   int shared = (int)tile_shared_bytes();
   check(cudaFuncSetAttribute(k_stage, cudaFuncAttributeMaxDynamicSharedMemorySize, shared),
