@@ -86,7 +86,7 @@ int bench_lbm(int argc, char **argv) {
       json = v;
     else if (strcmp(a, "--backend") == 0 && (strcmp(v, "cpu") == 0 || strcmp(v, "cuda") == 0))
       p.cuda = strcmp(v, "cuda") == 0;
-    else if (strcmp(a, "--devices") == 0) {
+    else if (strcmp(a, "--devices") == 0) { /* implies --backend cuda */
       for (const char *c = v; *c && p.ndevices < 16;) {
         char *e;
         long d = strtol(c, &e, 10);
@@ -113,9 +113,14 @@ int bench_lbm(int argc, char **argv) {
   if (dim == 2 && p.subdomains > 1)
     return usage("a periodic D2Q9 box runs as one subdomain", NULL);
   const ts_comm *comm = ts_comm_world();
-  /* the roofline: the device's copy bandwidth (1 GiB), or the host's */
-  double bandwidth = p.cuda ? ts_gpu_copy_bandwidth(p.ndevices ? p.devices[0] : 0, 1073741824.0)
-                            : host_copy_bandwidth();
+  /* The roofline: the host's copy bandwidth, or one GPU's (1 GiB; each rank measures one of the
+   * GPUs it uses, rank 0's is reported) times the GPUs the run uses. */
+  int gpus = p.cuda ? ts_gpu_count() : 0, rank = ts_comm_rank(comm);
+  int subdomains = p.subdomains ? p.subdomains : ts_comm_size(comm);
+  int used = p.ndevices ? p.ndevices : (subdomains < gpus ? subdomains : gpus);
+  int device = p.ndevices ? p.devices[rank % p.ndevices] : (gpus ? rank % gpus : 0);
+  double one = p.cuda ? ts_gpu_copy_bandwidth(device, 1073741824.0) : host_copy_bandwidth();
+  double bandwidth = p.cuda ? one * (used > 0 ? used : 1) : one;
   ts_lbm *s;
   ts_status st = ts_lbm_create(&s, &p, comm);
   if (st != TS_OK) {
@@ -143,7 +148,10 @@ int bench_lbm(int argc, char **argv) {
            "roofline");
     printf("%8ld %10.3f %10.1f %8.0f %12.2f %9.1f%%\n", steps, wall, mlups, bytes, gbs,
            bandwidth > 0 ? 100 * gbs / bandwidth : 0);
-    printf("%s copy bandwidth %.1f GB/s (read + write)\n", p.cuda ? "device" : "host", bandwidth);
+    if (p.cuda)
+      printf("GPU copy bandwidth %.1f GB/s (read + write) x %d GPUs\n", one, used);
+    else
+      printf("host copy bandwidth %.1f GB/s (memcpy, read + write)\n", one);
   }
   if (rc == 0 && json && ts_comm_rank(comm) == 0) {
     char tmp[4200];

@@ -13,6 +13,7 @@
 #include "tessera/comm.h"
 #include "tessera/decomp.h"
 #include "tessera/error.h"
+#include "tessera/transport.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,6 +60,7 @@ typedef struct ts_lbm_params {
   int cuda;
   int ndevices;
   int devices[16];
+  ts_transport_kind transport; /* halos between ranks on GPUs (auto: NCCL, else ...) */
   /* Split: subdomains over all ranks (0: one per rank), decomposition and tile counts. */
   int subdomains;
   ts_decomp_kind decomposition;

@@ -443,13 +443,14 @@ static ts_status check_split(const ts_lbm *s) {
 }
 
 /* The device of this rank's k-th part (cuda): the listed (or all) devices in turn, the ranks of
- * a node taking consecutive ones. */
+ * a node taking consecutive ones (by subdomain: ranks may hold different numbers of parts). */
 static int device_of(const ts_lbm *s, int k) {
   if (!s->p.cuda)
     return -1;
-  int n = s->p.ndevices > 0 ? s->p.ndevices : s->gpus;
-  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  int rank = local ? atoi(local) : s->rank, slot = (rank * s->nparts + k) % n;
+  int n = s->p.ndevices > 0 ? s->p.ndevices : s->gpus, first = 0;
+  while (s->sub_rank[first] != s->rank) /* this rank's first subdomain */
+    first++;
+  int slot = (first + k) % n;
   return s->p.ndevices > 0 ? s->p.devices[slot] : slot;
 }
 
@@ -492,19 +493,23 @@ static ts_status create(ts_lbm *s) {
   if (!s->parts)
     return ts_error(TS_ERR_NOMEM, "out of memory");
   int64_t fluid = 0;
+  ts_status st = TS_OK;
   for (int b = 0, k = 0; b < count; b++) {
     if (s->sub_rank[b] != s->rank)
       continue;
     lbm_part *p = &s->parts[k];
     int device = device_of(s, k);
     k++;
-    TS_CALL(part_create(s, p, b, device));
+    st = part_create(s, p, b, device);
+    if (st != TS_OK)
+      break;
     s->fields[b] = field_of(s, p);
     for (int z = p->own.lo[2]; z < p->own.hi[2]; z++)
       for (int y = p->own.lo[1]; y < p->own.hi[1]; y++)
         for (int x = p->own.lo[0]; x < p->own.hi[0]; x++)
           fluid += lbm_kind(p->type[lbm_local(p, x, y, z)]) == LBM_FLUID;
   }
+  TS_CALL(ts_comm_agree(s->comm, st)); /* every rank has its parts before the collectives */
   TS_CALL(ts_comm_sum_i64(s->comm, &fluid, 1));
   s->fluid_cells = fluid;
   build_masks(s);
@@ -520,9 +525,9 @@ static ts_status create(ts_lbm *s) {
       for (int k = 1; k < s->nparts; k++)
         device = s->parts[k].device == device ? device : -1;
       ts_transport_kind chosen;
-      TS_CALL(ts_comm_agree(
-          s->comm, ts_transport_open(s->comm, device, TS_TRANSPORT_AUTO, &transport, &chosen)));
-      s->transport_open = 1;
+      ts_status opened = ts_transport_open(s->comm, device, s->p.transport, &transport, &chosen);
+      s->transport_open = opened == TS_OK; /* closed at destroy even when another rank failed */
+      TS_CALL(ts_comm_agree(s->comm, opened));
     }
     for (int i = 0; i < 3; i++) {
       ts_halo_set_copier(plans[i], ts_gpu_copy_box);

@@ -265,6 +265,10 @@ static ts_status read_run(lbm_case *k, const ts_case_options *opt) {
   if (k->p.cuda && !TESSERA_HAVE_CUDA)
     return ts_config_error(k->cfg, "parallel", "backend", "this tessera was built without CUDA");
   TS_CALL(ts_case_read_devices(k->cfg, 16, &k->p.ndevices, k->p.devices));
+  static const char *const transports[] = {"auto", "host", "cuda-mpi", "nccl", NULL};
+  int transport;
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "transport", 0, transports, &transport));
+  k->p.transport = (ts_transport_kind)transport;
   TS_CALL(ts_case_read_split(k->cfg, &k->p.subdomains, &k->p.decomposition, k->p.parts));
   const char *formats;
   TS_CALL(ts_config_string(k->cfg, "output", "formats", "vtk, png", &formats));

@@ -53,32 +53,41 @@ struct nodes_t {
   int lo[3], len[3];
 };
 
+/* The node (x, y, z) of a step (see k_step). */
+__device__ static inline void step_node(const lbm_view *v, const lbm_consts *k, const nodes_t *at,
+                                        const ts_box *inner, int which, int odd, int x, int y,
+                                        int z) {
+  if (which == LBM_BORDER && x >= inner->lo[0] && x < inner->hi[0] && y >= inner->lo[1] &&
+      y < inner->hi[1] && z >= inner->lo[2] && z < inner->hi[2])
+    return;
+  int64_t n = (x - at->lo[0]) +
+              (int64_t)at->len[0] * ((y - at->lo[1]) + (int64_t)at->len[1] * (z - at->lo[2]));
+  unsigned char t = v->type[n];
+  if (!lbm_computed(t))
+    return;
+  lbm_model m = lbm_model_of(k);
+  if (t & LBM_BULK) {
+    int64_t from[LBM_Q], to[LBM_Q];
+    lbm_bulk_offsets(v, odd, from, to);
+    lbm_bulk_node(v->f, from, to, &m, n);
+  } else if (odd) {
+    lbm_odd_node(v, k, &m, n);
+  } else {
+    lbm_even_node(v, k, &m, n);
+  }
+}
+
 /* One step on the nodes of box b (which: LBM_ALL or LBM_INNER b itself, LBM_BORDER b less
- * `inner`): bulk nodes through lbm_bulk_node, the others through the boundary-aware updates. */
+ * `inner`): bulk nodes through lbm_bulk_node, the others through the boundary-aware updates. The
+ * grid's y blocks take the rows (y, z) of b in turn, so any number of rows fits the grid. */
 static __global__ void k_step(lbm_view v, lbm_consts k, nodes_t at, ts_box b, ts_box inner,
                               int which, int odd) {
   int x = b.lo[0] + (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  int y = b.lo[1] + (int)blockIdx.y, z = b.lo[2] + (int)blockIdx.z;
+  int rows = b.hi[1] - b.lo[1], all = rows * (b.hi[2] - b.lo[2]);
   if (x >= b.hi[0])
     return;
-  if (which == LBM_BORDER && x >= inner.lo[0] && x < inner.hi[0] && y >= inner.lo[1] &&
-      y < inner.hi[1] && z >= inner.lo[2] && z < inner.hi[2])
-    return;
-  int64_t n =
-      (x - at.lo[0]) + (int64_t)at.len[0] * ((y - at.lo[1]) + (int64_t)at.len[1] * (z - at.lo[2]));
-  unsigned char t = v.type[n];
-  if (!lbm_computed(t))
-    return;
-  lbm_model m = lbm_model_of(&k);
-  if (t & LBM_BULK) {
-    int64_t from[LBM_Q], to[LBM_Q];
-    lbm_bulk_offsets(&v, odd, from, to);
-    lbm_bulk_node(v.f, from, to, &m, n);
-  } else if (odd) {
-    lbm_odd_node(&v, &k, &m, n);
-  } else {
-    lbm_even_node(&v, &k, &m, n);
-  }
+  for (int r = (int)blockIdx.y; r < all; r += (int)gridDim.y)
+    step_node(&v, &k, &at, &inner, which, odd, x, b.lo[1] + r % rows, b.lo[2] + r / rows);
 }
 
 /* Periodic images: all slots from the partner (forward), or the pushed slots back to it. */
@@ -126,8 +135,10 @@ static void launch_step(lbm_part *p, const lbm_consts *k, int odd, const ts_box 
   if (w <= 0 || rows <= 0 || layers <= 0)
     return;
   nodes_t at = {{p->lo[0], p->lo[1], p->lo[2]}, {p->len[0], p->len[1], p->len[2]}};
-  dim3 grid((unsigned)((w + 127) / 128), (unsigned)rows, (unsigned)layers);
+  long all = (long)rows * layers;
+  dim3 grid((unsigned)((w + 127) / 128), (unsigned)(all < 65535 ? all : 65535));
   k_step<<<grid, 128, 0, g->stream>>>(view_of(p), *k, at, b, inner ? *inner : b, which, odd);
+  check(cudaGetLastError(), "launch of the step kernel");
 }
 
 static void gpu_even(lbm_part *p, const lbm_consts *k) { launch_step(p, k, 0, NULL, LBM_ALL); }
@@ -142,6 +153,7 @@ static void gpu_periodic(lbm_part *p, int forward) {
     k_periodic<<<(p->nperiodic + 127) / 128, 128, 0, g->stream>>>(
         g->f, p->plane, g->periodic_node, g->periodic_partner, g->periodic_pushed, p->nperiodic,
         forward);
+  check(cudaGetLastError(), "launch of the periodic kernel");
 }
 
 static void gpu_keep(lbm_part *p, int restore) {
@@ -149,6 +161,7 @@ static void gpu_keep(lbm_part *p, int restore) {
   if (p->nkeep > 0)
     k_keep<<<(p->nkeep + 127) / 128, 128, 0, g->stream>>>(g->f, g->keep_slot, g->keep_value,
                                                           p->nkeep, restore);
+  check(cudaGetLastError(), "launch of the wall-slot kernel");
 }
 
 static void gpu_sync(lbm_part *p) { check(cudaStreamSynchronize(use(p)->stream), "step"); }
@@ -217,6 +230,11 @@ static ts_status gpu_attach(lbm_part *p, int device) {
     gpu_release(p);
     return ts_error(TS_ERR_NOMEM, "lbm: out of GPU memory on device %d for %lld nodes (%s)", device,
                     (long long)p->plane, cudaGetErrorString(e));
+  }
+  e = cudaDeviceSynchronize(); /* the uploads landed before the part's stream runs */
+  if (e != cudaSuccess) {
+    gpu_release(p);
+    return ts_error(TS_ERR_INPUT, "lbm: device %d: %s", device, cudaGetErrorString(e));
   }
   p->dev_f = g->f;
   return TS_OK;
