@@ -63,8 +63,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       "$T" bench lbm --backend cuda --lattice D3Q19 --storage $st --size 256 --steps 200 \
         --json "$out/lbm_${st}_1gpu.json"
       if [ "$gpus" -ge 2 ]; then
-        "$T" bench lbm --backend cuda --devices "$devs" --subdomains "$gpus" --lattice D3Q19 \
-          --storage $st --size 256 --steps 200 --json "$out/lbm_${st}_strong_threads.json"
+        for sc in strong weak; do
+          "$T" bench lbm --backend cuda --devices "$devs" --$sc --lattice D3Q19 --storage $st \
+            --size 256 --steps 200
+        done
         mpirun --allow-run-as-root -np "$gpus" "$T" bench lbm --backend cuda --lattice D3Q19 \
           --storage $st --size 256 --steps 200 --subdomains "$gpus" \
           --json "$out/lbm_${st}_strong_mpi.json"

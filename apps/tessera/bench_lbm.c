@@ -1,5 +1,6 @@
-/* `tessera bench lbm` (bench_lbm.h): a fully periodic box of N^3 (D3Q19) or N^2 (D2Q9) fluid
- * cells holding a decaying shear flow, SRT or TRT, timed over S steps after two warm-up steps.
+/* `tessera bench lbm` (bench_lbm.h): a box of N^3 (D3Q19) or N^2 (D2Q9) fluid cells, periodic
+ * along x and y (walls at the z faces, across which it splits), holding a decaying shear flow,
+ * SRT or TRT, timed over S steps after two warm-up steps.
  * The roofline: 2 x Q x population bytes + 1 per cell update (each population read and written
  * once, in place, and the node's kind byte) against the copy bandwidth measured in the same run:
  * the GPU's (--backend cuda), or the host's (parallel memcpy of 512 MiB, bytes read + written). */
@@ -57,14 +58,78 @@ static int usage(const char *msg, const char *arg) {
   return 2;
 }
 
+/* Creates the box, takes two warm-up steps and times `steps` more: MLUPs, wall time and the
+ * bytes per cell update; 1 (message printed) on failure. */
+static int timed_run(const ts_lbm_params *p, long steps, double *mlups, double *wall, double *bytes,
+                     int *subdomains) {
+  const ts_comm *comm = ts_comm_world();
+  ts_lbm *s;
+  ts_status st = ts_lbm_create(&s, p, comm);
+  if (st == TS_OK) {
+    st = ts_lbm_step(s, 2);
+    double t0 = omp_get_wtime();
+    if (st == TS_OK)
+      st = ts_lbm_step(s, (int)steps);
+    *wall = omp_get_wtime() - t0;
+    ts_comm_max(comm, wall, 1);
+    *mlups = (double)ts_lbm_fluid_cells(s) * (double)steps / *wall / 1e6;
+    *bytes = ts_lbm_bytes_per_cell(s);
+    *subdomains = ts_lbm_decomp(s)->count;
+    ts_lbm_destroy(s);
+  }
+  if (st != TS_OK)
+    fprintf(stderr, "tessera: %s\n", ts_error_message());
+  return st == TS_OK ? 0 : 1;
+}
+
+/* --weak / --strong: one GPU (one subdomain on the CPU) against all of --devices (the
+ * --subdomains on the CPU), N^3 cells per unit (a box G times longer along z) or in all. */
+static int scaling(ts_lbm_params p, long n, long steps, int weak) {
+  int units = p.cuda ? (p.ndevices ? p.ndevices : ts_gpu_count()) : p.subdomains;
+  if (units < 2)
+    return usage("--weak and --strong need two or more GPUs (--devices) or, on the CPU, "
+                 "--subdomains",
+                 NULL);
+  if (p.lattice != TS_LBM_D3Q19)
+    return usage("--weak and --strong split the box along z: use --lattice D3Q19", NULL);
+  double mlups[2], wall[2], bytes;
+  int count[2];
+  ts_lbm_params one = p;
+  one.subdomains = 1;
+  one.ndevices = p.cuda ? 1 : 0;
+  one.devices[0] = p.ndevices ? p.devices[0] : 0;
+  if (timed_run(&one, steps, &mlups[0], &wall[0], &bytes, &count[0]))
+    return 1;
+  p.subdomains = units;
+  p.n[2] = weak ? (int)(n * units) : (int)n;
+  if (timed_run(&p, steps, &mlups[1], &wall[1], &bytes, &count[1]))
+    return 1;
+  if (ts_comm_rank(ts_comm_world()) == 0) {
+    const char *unit = p.cuda ? "GPUs" : "subdomains";
+    printf("tessera bench lbm --%s: D3Q19 %s %s, %ld^3 cells %s, %s\n", weak ? "weak" : "strong",
+           p.collision == TS_LBM_TRT ? "TRT" : "SRT", p.storage == TS_LBM_FP16 ? "fp16" : "fp32", n,
+           weak ? "per unit" : "in all", p.cuda ? "cuda" : "cpu");
+    printf("%10s %14s %10s %12s\n", unit, "cells", "MLUPs", "efficiency");
+    printf("%10d %14lld %10.1f %12s\n", 1, (long long)n * n * n, mlups[0], "-");
+    printf("%10d %14lld %10.1f %11.1f%%\n", units, (long long)n * n * p.n[2], mlups[1],
+           100 * mlups[1] / (mlups[0] * units));
+  }
+  return 0;
+}
+
 int bench_lbm(int argc, char **argv) {
   ts_lbm_params p;
   ts_lbm_params_default(&p);
   p.lattice = TS_LBM_D3Q19;
   long n = 64, steps = 100;
   const char *json = NULL;
+  int scale = 0; /* 1: --strong, 2: --weak */
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--weak") == 0 || strcmp(a, "--strong") == 0) {
+      scale = a[2] == 'w' ? 2 : 1;
+      continue;
+    }
     if (!v)
       return usage("missing value for option", a);
     i++;
@@ -104,14 +169,18 @@ int bench_lbm(int argc, char **argv) {
     return usage("--size too large for one host", NULL);
   for (int a = 0; a < 3; a++)
     p.n[a] = a < dim ? (int)n : 1;
-  for (int f = 0; f < 6; f++)
-    p.face[f].type = TS_LBM_PERIODIC;
+  for (int f = 0; f < 4; f++)         /* periodic along x and y; walls at the z faces (D3Q19), so */
+    p.face[f].type = TS_LBM_PERIODIC; /* that the box splits along z */
   p.tau = 0.6;
   p.initial = shear;
   p.initial_arg = p.n;
-  p.decomposition = TS_DECOMP_ROWS; /* the periodic axes x, y may not be split; z (3D) is */
+  p.decomposition = TS_DECOMP_ROWS; /* bands along z (3D): x and y are periodic, so whole */
   if (dim == 2 && p.subdomains > 1)
     return usage("a periodic D2Q9 box runs as one subdomain", NULL);
+  if (scale && json)
+    return usage("--json is for single runs, not --weak or --strong tables", json);
+  if (scale)
+    return scaling(p, n, steps, scale == 2);
   const ts_comm *comm = ts_comm_world();
   /* The roofline: the host's copy bandwidth, or one GPU's (1 GiB; each rank measures one of the
    * GPUs it uses, rank 0's is reported) times the GPUs the run uses. */
@@ -121,29 +190,18 @@ int bench_lbm(int argc, char **argv) {
   int device = p.ndevices ? p.devices[rank % p.ndevices] : (gpus ? rank % gpus : 0);
   double one = p.cuda ? ts_gpu_copy_bandwidth(device, 1073741824.0) : host_copy_bandwidth();
   double bandwidth = p.cuda ? one * (used > 0 ? used : 1) : one;
-  ts_lbm *s;
-  ts_status st = ts_lbm_create(&s, &p, comm);
-  if (st != TS_OK) {
-    fprintf(stderr, "tessera: %s\n", ts_error_message());
+  double mlups, wall, bytes;
+  int count;
+  if (timed_run(&p, steps, &mlups, &wall, &bytes, &count))
     return 1;
-  }
-  st = ts_lbm_step(s, 2);
-  double t0 = omp_get_wtime();
-  if (st == TS_OK)
-    st = ts_lbm_step(s, (int)steps);
-  double wall = omp_get_wtime() - t0;
-  ts_comm_max(comm, &wall, 1);
-  double mlups = (double)ts_lbm_fluid_cells(s) * (double)steps / wall / 1e6;
-  double bytes = ts_lbm_bytes_per_cell(s), gbs = mlups * bytes / 1e3;
-  int q = dim == 3 ? 19 : 9, rc = st == TS_OK ? 0 : 1;
-  if (st != TS_OK)
-    fprintf(stderr, "tessera: %s\n", ts_error_message());
-  if (rc == 0 && ts_comm_rank(comm) == 0) {
+  double gbs = mlups * bytes / 1e3;
+  int q = dim == 3 ? 19 : 9, rc = 0;
+  if (ts_comm_rank(comm) == 0) {
     printf("tessera bench lbm: D%dQ%d %s %s, %ld^%d cells, %d subdomains, %d ranks x %d threads, "
            "%s\n",
            dim, q, p.collision == TS_LBM_TRT ? "TRT" : "SRT",
-           p.storage == TS_LBM_FP16 ? "fp16" : "fp32", n, dim, ts_lbm_decomp(s)->count,
-           ts_comm_size(comm), omp_get_max_threads(), p.cuda ? "cuda" : "cpu");
+           p.storage == TS_LBM_FP16 ? "fp16" : "fp32", n, dim, count, ts_comm_size(comm),
+           omp_get_max_threads(), p.cuda ? "cuda" : "cpu");
     printf("%8s %10s %10s %8s %12s %10s\n", "steps", "wall_s", "MLUPs", "B/cell", "GB/s",
            "roofline");
     printf("%8ld %10.3f %10.1f %8.0f %12.2f %9.1f%%\n", steps, wall, mlups, bytes, gbs,
@@ -153,7 +211,7 @@ int bench_lbm(int argc, char **argv) {
     else
       printf("host copy bandwidth %.1f GB/s (memcpy, read + write)\n", one);
   }
-  if (rc == 0 && json && ts_comm_rank(comm) == 0) {
+  if (json && ts_comm_rank(comm) == 0) {
     char tmp[4200];
     FILE *f = ts_open_temp(json, tmp, sizeof tmp);
     if (!f) {
@@ -177,6 +235,5 @@ int bench_lbm(int argc, char **argv) {
         rc = 1;
     }
   }
-  ts_lbm_destroy(s);
   return rc;
 }
