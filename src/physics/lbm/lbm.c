@@ -346,33 +346,22 @@ static ts_status exchange(ts_lbm *s, ts_halo_plan *plan) {
   return exchange_finish(s, plan);
 }
 
-/* Periodic images before an odd step: every slot of the partner. */
-static void periodic_forward(const ts_lbm *s, lbm_part *p) {
+/* Periodic images: before an odd step every slot of the partner (forward); after it, what nodes
+ * pushed into the images goes on to their partners. */
+static void periodic_images(const ts_lbm *s, lbm_part *p, int forward) {
   if (s->k->periodic) {
-    s->k->periodic(p, 1);
+    s->k->periodic(p, forward);
     return;
   }
   size_t e = s->k->elem;
   for (int k = 0; k < p->nperiodic; k++)
     for (int q = 0; q < s->k->q; q++) {
-      char *slot = (char *)p->f + e * (size_t)((int64_t)q * p->plane);
-      memcpy(slot + e * (size_t)p->periodic_node[k], slot + e * (size_t)p->periodic_partner[k], e);
-    }
-}
-
-/* After an odd step: what nodes pushed into the images goes on to their partners. */
-static void periodic_back(const ts_lbm *s, lbm_part *p) {
-  if (s->k->periodic) {
-    s->k->periodic(p, 0);
-    return;
-  }
-  size_t e = s->k->elem;
-  for (int k = 0; k < p->nperiodic; k++)
-    for (int q = 0; q < s->k->q; q++) {
-      if (!(p->periodic_pushed[k] >> q & 1))
+      if (!forward && !(p->periodic_pushed[k] >> q & 1))
         continue;
       char *slot = (char *)p->f + e * (size_t)((int64_t)q * p->plane);
-      memcpy(slot + e * (size_t)p->periodic_partner[k], slot + e * (size_t)p->periodic_node[k], e);
+      char *image = slot + e * (size_t)p->periodic_node[k];
+      char *partner = slot + e * (size_t)p->periodic_partner[k];
+      memcpy(forward ? image : partner, forward ? partner : image, e);
     }
 }
 
@@ -391,7 +380,7 @@ static void keep_walls(const ts_lbm *s, lbm_part *p, int restore) {
 /* The halos and images that an odd step (or the moments before one) reads. */
 static ts_status before_odd(ts_lbm *s) {
   for (int k = 0; k < s->nparts; k++)
-    periodic_forward(s, &s->parts[k]);
+    periodic_images(s, &s->parts[k], 1);
   return exchange(s, s->forward);
 }
 
@@ -585,7 +574,7 @@ void ts_lbm_destroy(ts_lbm *s) {
  * others, then the populations pushed into halos go back to their owners. */
 static ts_status odd_step(ts_lbm *s) {
   for (int k = 0; k < s->nparts; k++)
-    periodic_forward(s, &s->parts[k]);
+    periodic_images(s, &s->parts[k], 1);
   TS_CALL(exchange_start(s, s->forward));
 #pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
   for (int k = 0; k < s->nparts; k++)
@@ -600,7 +589,7 @@ static ts_status odd_step(ts_lbm *s) {
   TS_CALL(exchange(s, s->back_diagonal));
   for (int k = 0; k < s->nparts; k++) {
     keep_walls(s, &s->parts[k], 1);
-    periodic_back(s, &s->parts[k]);
+    periodic_images(s, &s->parts[k], 0);
   }
   return TS_OK;
 }
