@@ -33,6 +33,7 @@ typedef struct run_result {
 
 static int early_exit = 1; /* of the next run */
 static int move_step = 0;  /* of the next run: after this step, subdomain 0 takes 9 cells of 1 */
+static int rk_order = 2;   /* of the next run */
 
 static int run(ts_precision prec, ts_backend backend, const ts_swe_parallel *split, int steps,
                run_result *out) {
@@ -57,6 +58,7 @@ static int run(ts_precision prec, ts_backend backend, const ts_swe_parallel *spl
   p.parallel = *split;
   p.parallel.backend = backend;
   p.early_exit = early_exit;
+  p.rk_order = rk_order;
   p.tile_size = 16;
   ts_swe *s;
   ts_status st = ts_swe_create(&s, &p, &bed, &h0, NULL, NULL, NULL);
@@ -169,6 +171,32 @@ int main(void) {
             name, ts_decomp_kind_name(cfg[c].kind), cfg[c].count, cfg[c].k,
             cfg[c].overlap ? "on" : "off", d);
     }
+    /* Euler steps: the same tolerances as RK2, and a split equal to one GPU bit for bit. */
+    rk_order = 1;
+    static run_result euler_cpu, euler_gpu;
+    ts_swe_parallel cols = {
+        .subdomains = 3, .decomposition = TS_DECOMP_COLUMNS, .ghost_expansion = 2, .overlap = 1};
+    for (int steps = 1; steps <= STEPS; steps += STEPS - 1) {
+      if (run(precs[pi], TS_BACKEND_CPU, &one, steps, &euler_cpu) ||
+          run(precs[pi], TS_BACKEND_CUDA, &one, steps, &euler_gpu) ||
+          run(precs[pi], TS_BACKEND_CUDA, &cols, steps, &split))
+        return 1;
+      long n = 0;
+      double dh = max_difference(&euler_cpu, &euler_gpu, 0, &n);
+      long n_h = n;
+      double dq = fmax(max_difference(&euler_cpu, &euler_gpu, 1, &n),
+                       max_difference(&euler_cpu, &euler_gpu, 2, &n));
+      double tol_h = steps == 1 ? 0 : tol[pi], tol_q = steps == 1 ? tol_q1[pi] : 10 * tol[pi];
+      CHECK(euler_cpu.t == euler_gpu.t && (steps == 1 ? n_h == 0 : dh <= tol_h) && dq <= tol_q,
+            "%s Euler GPU vs CPU after %d steps: max |dh| = %.3g m (%ld depths differ), max |dq| "
+            "= %.3g m2/s (tolerances %.0e m, %.0e m2/s)",
+            name, steps, dh, n_h, dq, tol_h, tol_q);
+      long d = differing(&euler_gpu, &split);
+      CHECK(d == 0 && split.t == euler_gpu.t,
+            "%s Euler GPU columns x3, ghost expansion 2: %ld values differ from one GPU subdomain",
+            name, d);
+    }
+    rk_order = 2;
     /* A boundary between GPU subdomains moves mid-run: the cells change owner (and GPU). */
     ts_swe_parallel rows = {
         .subdomains = 2, .decomposition = TS_DECOMP_ROWS, .ghost_expansion = 1, .overlap = 1};

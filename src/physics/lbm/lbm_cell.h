@@ -58,6 +58,20 @@ TS_HD static LBM_INLINE float lbm_w(int q) {
 #endif
 }
 
+/* c_q . v, as a sum of the components whose velocity is +-1 (after unrolling the zero terms
+ * vanish: 0 * v cannot be dropped from IEEE arithmetic, but it is not written here). */
+TS_HD static LBM_INLINE float lbm_cdot(int q, const float v[3]) {
+  float s = 0;
+  for (int a = 0; a < LBM_DIM; a++) {
+    int c = lbm_c(q, a);
+    if (c > 0)
+      s += v[a];
+    else if (c < 0)
+      s -= v[a];
+  }
+  return s;
+}
+
 /* The collision model of a run (lattice units). */
 typedef struct lbm_model {
   float omega;       /* 1 / tau */
@@ -65,16 +79,14 @@ typedef struct lbm_model {
   float tau;
   float smag18; /* 18 sqrt(2) C_s^2 (Smagorinsky) */
   float force[3];
-  int trt, smag; /* TRT collision; the Smagorinsky model on */
+  int trt, smag, forced; /* TRT collision; the Smagorinsky model on; a body force */
 } lbm_model;
 
 /* Equilibrium deviation f_q^eq - w_q for density 1 + rho1 and velocity u. */
 TS_HD static LBM_INLINE float lbm_feq(int q, float rho1, const float u[3]) {
-  float cu = 0, uu = 0;
-  for (int a = 0; a < LBM_DIM; a++) {
-    cu += (float)lbm_c(q, a) * u[a];
+  float cu = lbm_cdot(q, u), uu = 0;
+  for (int a = 0; a < LBM_DIM; a++)
     uu += u[a] * u[a];
-  }
   float rho = 1.0f + rho1;
   return lbm_w(q) * (rho1 + rho * (3.0f * cu + 4.5f * cu * cu - 1.5f * uu));
 }
@@ -85,8 +97,13 @@ TS_HD static LBM_INLINE float lbm_moments(const float f[LBM_Q], const float forc
   LBM_UNROLL
   for (int q = 0; q < LBM_Q; q++) {
     rho1 += f[q];
-    for (int a = 0; a < LBM_DIM; a++)
-      j[a] += (float)lbm_c(q, a) * f[q];
+    for (int a = 0; a < LBM_DIM; a++) {
+      int c = lbm_c(q, a);
+      if (c > 0)
+        j[a] += f[q];
+      else if (c < 0)
+        j[a] -= f[q];
+    }
   }
   float rho = 1.0f + rho1;
   for (int a = 0; a < 3; a++)
@@ -95,22 +112,35 @@ TS_HD static LBM_INLINE float lbm_moments(const float f[LBM_Q], const float forc
 }
 
 /* Relaxes populations f of one cell in place; returns rho - 1 and the velocity in u. */
+/* Guo forcing term of direction q: S_q = w_q (3 (c_q - u) + 9 (c_q . u) c_q) . F (0 without a
+ * force). */
+TS_HD static LBM_INLINE float lbm_source(const lbm_model *m, int q, const float u[3]) {
+  float cu = lbm_cdot(q, u), s = 0;
+  for (int a = 0; a < LBM_DIM && m->forced; a++)
+    s += (3.0f * ((float)lbm_c(q, a) - u[a]) + 9.0f * cu * (float)lbm_c(q, a)) * m->force[a];
+  return lbm_w(q) * s;
+}
+
+/* Relaxes populations f of one cell in place; returns rho - 1 and the velocity in u. The
+ * equilibria and sources are formed where they are used (fewer values live at once, which
+ * keeps GPU registers free). */
 TS_HD static LBM_INLINE float lbm_collide(const lbm_model *m, float f[LBM_Q], float u[3]) {
   float rho1 = lbm_moments(f, m->force, u);
-  float feq[LBM_Q];
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++)
-    feq[q] = lbm_feq(q, rho1, u);
   float omega = m->omega, omega_minus = m->omega_minus;
   if (m->smag) {
     /* the non-equilibrium momentum flux gives the strain rate; tau grows by the eddy viscosity */
     float pi[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
     LBM_UNROLL
     for (int q = 0; q < LBM_Q; q++) {
-      float neq = f[q] - feq[q];
+      float neq = f[q] - lbm_feq(q, rho1, u);
       for (int a = 0; a < LBM_DIM; a++)
-        for (int b = 0; b < LBM_DIM; b++)
-          pi[a][b] += (float)(lbm_c(q, a) * lbm_c(q, b)) * neq;
+        for (int b = 0; b < LBM_DIM; b++) {
+          int cc = lbm_c(q, a) * lbm_c(q, b);
+          if (cc > 0)
+            pi[a][b] += neq;
+          else if (cc < 0)
+            pi[a][b] -= neq;
+        }
     }
     float norm = 0;
     for (int a = 0; a < LBM_DIM; a++)
@@ -120,31 +150,22 @@ TS_HD static LBM_INLINE float lbm_collide(const lbm_model *m, float f[LBM_Q], fl
     omega = 1.0f / tau;
     omega_minus = m->trt ? omega_minus : omega;
   }
-  /* Guo forcing: S_q = w_q (3 (c_q - u) + 9 (c_q . u) c_q) . F */
-  float source[LBM_Q];
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++) {
-    float cu = 0, s = 0;
-    for (int a = 0; a < LBM_DIM; a++)
-      cu += (float)lbm_c(q, a) * u[a];
-    for (int a = 0; a < LBM_DIM; a++)
-      s += (3.0f * ((float)lbm_c(q, a) - u[a]) + 9.0f * cu * (float)lbm_c(q, a)) * m->force[a];
-    source[q] = lbm_w(q) * s;
-  }
   if (!m->trt) {
     LBM_UNROLL
     for (int q = 0; q < LBM_Q; q++)
-      f[q] += omega * (feq[q] - f[q]) + (1.0f - 0.5f * omega) * source[q];
+      f[q] += omega * (lbm_feq(q, rho1, u) - f[q]) + (1.0f - 0.5f * omega) * lbm_source(m, q, u);
     return rho1;
   }
   /* TRT: symmetric and antisymmetric parts of each opposite pair relax at their own rates */
-  f[0] += omega * (feq[0] - f[0]) + (1.0f - 0.5f * omega) * source[0];
+  f[0] += omega * (lbm_feq(0, rho1, u) - f[0]) + (1.0f - 0.5f * omega) * lbm_source(m, 0, u);
   LBM_UNROLL
   for (int q = 1; q < LBM_Q; q += 2) {
+    float feq0 = lbm_feq(q, rho1, u), feq1 = lbm_feq(q + 1, rho1, u);
+    float src0 = lbm_source(m, q, u), src1 = lbm_source(m, q + 1, u);
     float sym = 0.5f * (f[q] + f[q + 1]), anti = 0.5f * (f[q] - f[q + 1]);
-    float eq_sym = 0.5f * (feq[q] + feq[q + 1]), eq_anti = 0.5f * (feq[q] - feq[q + 1]);
-    float src_sym = 0.5f * (source[q] + source[q + 1]);
-    float src_anti = 0.5f * (source[q] - source[q + 1]);
+    float eq_sym = 0.5f * (feq0 + feq1), eq_anti = 0.5f * (feq0 - feq1);
+    float src_sym = 0.5f * (src0 + src1);
+    float src_anti = 0.5f * (src0 - src1);
     float d_sym = omega * (eq_sym - sym) + (1.0f - 0.5f * omega) * src_sym;
     float d_anti = omega_minus * (eq_anti - anti) + (1.0f - 0.5f * omega_minus) * src_anti;
     f[q] += d_sym + d_anti;

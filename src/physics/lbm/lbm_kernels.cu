@@ -28,10 +28,13 @@ typedef float lbm_store;
 
 #include "physics/lbm/lbm_node.h"
 
-/* Device side of a part: populations, node kinds, the periodic and kept-slot lists, stream. */
+/* Device side of a part: populations, node kinds, the nodes that are computed but not bulk, the
+ * periodic and kept-slot lists, stream. */
 typedef struct lbm_gpu {
   lbm_store *f;
   unsigned char *type;
+  int64_t *edge; /* computed nodes that are not bulk nodes, ascending */
+  int nedge;
   int64_t *periodic_node, *periodic_partner, *keep_slot;
   uint32_t *periodic_pushed;
   lbm_store *keep_value;
@@ -48,46 +51,67 @@ static lbm_gpu *use(const lbm_part *p) {
 
 static void check(cudaError_t e, const char *what) { ts_gpu_check((int)e, what); }
 
-/* Where the kernels find a part's nodes. */
+/* Where the kernels find a part's nodes, and the element offset of the neighbour along each
+ * direction. */
 struct nodes_t {
   int lo[3], len[3];
+  int off[LBM_Q];
 };
 
-/* The node (x, y, z) of a step (see k_step). */
-__device__ static inline void step_node(const lbm_view *v, const lbm_consts *k, const nodes_t *at,
-                                        const ts_box *inner, int which, int odd, int x, int y,
-                                        int z) {
-  if (which == LBM_BORDER && x >= inner->lo[0] && x < inner->hi[0] && y >= inner->lo[1] &&
-      y < inner->hi[1] && z >= inner->lo[2] && z < inner->hi[2])
+/* Bulk nodes of box b, one thread per node: populations loaded from their slots, collided by
+ * lbm_collide (the CPU's function) and stored, as lbm_bulk_node does on the CPU. The slot
+ * indices are of type I (32 bits where the part has fewer than 2^32 slots: fewer registers
+ * than 64-bit offsets); the step's parity and the collision variant are constants, so the
+ * collision has no branch left. Other nodes are left to k_edge. */
+template <typename I, int ODD, int TRT, int SMAG>
+static __global__ void __launch_bounds__(256)
+    k_bulk(lbm_store *__restrict__ f, const unsigned char *__restrict__ type, I plane,
+           const __grid_constant__ nodes_t at, const __grid_constant__ lbm_model model, ts_box b,
+           I count) {
+  I i = (I)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count)
     return;
-  int64_t n = (x - at->lo[0]) +
-              (int64_t)at->len[0] * ((y - at->lo[1]) + (int64_t)at->len[1] * (z - at->lo[2]));
-  unsigned char t = v->type[n];
-  if (!lbm_computed(t))
+  I w = (I)(b.hi[0] - b.lo[0]), rows = (I)(b.hi[1] - b.lo[1]);
+  I x = i % w, r = i / w;
+  I n = (b.lo[0] - at.lo[0] + x) + (I)at.len[0] * ((b.lo[1] - at.lo[1] + r % rows) +
+                                                   (I)at.len[1] * (b.lo[2] - at.lo[2] + r / rows));
+  if (!(type[n] & LBM_BULK))
     return;
-  lbm_model m = lbm_model_of(k);
-  if (t & LBM_BULK) {
-    int64_t from[LBM_Q], to[LBM_Q];
-    lbm_bulk_offsets(v, odd, from, to);
-    lbm_bulk_node(v->f, from, to, &m, n);
-  } else if (odd) {
-    lbm_odd_node(v, k, &m, n);
-  } else {
-    lbm_even_node(v, k, &m, n);
-  }
+  lbm_model m = model;
+  m.trt = TRT;
+  m.smag = SMAG;
+  float fq[LBM_Q], u[3];
+  LBM_UNROLL
+  for (int q = 0; q < LBM_Q; q++)
+    fq[q] = LBM_LOAD(f[ODD ? (I)lbm_opposite(q) * plane + n - (I)at.off[q] : (I)q * plane + n]);
+  lbm_collide(&m, fq, u);
+  LBM_UNROLL
+  for (int q = 0; q < LBM_Q; q++)
+    f[ODD ? (I)q * plane + n + (I)at.off[q] : (I)lbm_opposite(q) * plane + n] = LBM_STORE(fq[q]);
 }
 
-/* One step on the nodes of box b (which: LBM_ALL or LBM_INNER b itself, LBM_BORDER b less
- * `inner`): bulk nodes through lbm_bulk_node, the others through the boundary-aware updates. The
- * grid's y blocks take the rows (y, z) of b in turn, so any number of rows fits the grid. */
-static __global__ void k_step(lbm_view v, lbm_consts k, nodes_t at, ts_box b, ts_box inner,
-                              int which, int odd) {
-  int x = b.lo[0] + (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  int rows = b.hi[1] - b.lo[1], all = rows * (b.hi[2] - b.lo[2]);
-  if (x >= b.hi[0])
+/* The computed nodes that are not bulk nodes (the list `edge`), by the boundary-aware updates
+ * (which: LBM_ALL, or the nodes in (LBM_INNER) or outside (LBM_BORDER) the box `inner`). */
+static __global__ void k_edge(lbm_view v, const __grid_constant__ lbm_consts k, nodes_t at,
+                              const int64_t *edge, int count, ts_box inner, int which, int odd) {
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= count)
     return;
-  for (int r = (int)blockIdx.y; r < all; r += (int)gridDim.y)
-    step_node(&v, &k, &at, &inner, which, odd, x, b.lo[1] + r % rows, b.lo[2] + r / rows);
+  int64_t n = edge[i];
+  if (which != LBM_ALL) {
+    int64_t rest = n / at.len[0];
+    int x = at.lo[0] + (int)(n % at.len[0]), y = at.lo[1] + (int)(rest % at.len[1]),
+        z = at.lo[2] + (int)(rest / at.len[1]);
+    int in = x >= inner.lo[0] && x < inner.hi[0] && y >= inner.lo[1] && y < inner.hi[1] &&
+             z >= inner.lo[2] && z < inner.hi[2];
+    if (in != (which == LBM_INNER))
+      return;
+  }
+  lbm_model m = lbm_model_of(&k);
+  if (odd)
+    lbm_odd_node(&v, &k, &m, n);
+  else
+    lbm_even_node(&v, &k, &m, n);
 }
 
 /* Periodic images: all slots from the partner (forward), or the pushed slots back to it. */
@@ -118,27 +142,92 @@ static __global__ void k_keep(lbm_store *f, const int64_t *slot, lbm_store *valu
     value[i] = f[slot[i]];
 }
 
+static nodes_t nodes_of(const lbm_part *p) {
+  nodes_t at;
+  for (int a = 0; a < 3; a++) {
+    at.lo[a] = p->lo[a];
+    at.len[a] = p->len[a];
+  }
+  for (int q = 0; q < LBM_Q; q++)
+    at.off[q] = lbm_c(q, 0) + p->len[0] * (lbm_c(q, 1) + p->len[1] * lbm_c(q, 2));
+  return at;
+}
+
 static lbm_view view_of(const lbm_part *p) {
   lbm_view v;
   v.f = gpu_of(p)->f;
   v.type = gpu_of(p)->type;
   v.plane = p->plane;
+  nodes_t at = nodes_of(p);
   for (int q = 0; q < LBM_Q; q++)
-    v.off[q] = lbm_c(q, 0) + (int64_t)p->len[0] * (lbm_c(q, 1) + (int64_t)p->len[1] * lbm_c(q, 2));
+    v.off[q] = at.off[q];
   return v;
 }
 
+static int64_t volume(const ts_box *b) {
+  int64_t v = 1;
+  for (int a = 0; a < 3; a++)
+    v *= b->hi[a] > b->lo[a] ? b->hi[a] - b->lo[a] : 0;
+  return v;
+}
+
+template <typename I, int ODD, int TRT, int SMAG>
+static void launch_bulk(lbm_part *p, const lbm_model *m, const ts_box *b) {
+  lbm_gpu *g = gpu_of(p);
+  int64_t count = volume(b);
+  if (count > 0)
+    k_bulk<I, ODD, TRT, SMAG><<<(unsigned)((count + 255) / 256), 256, 0, g->stream>>>(
+        g->f, g->type, (I)p->plane, nodes_of(p), *m, *b, (I)count);
+}
+
+/* The bulk nodes of box b, through the instance of k_bulk for the part's size, the step's
+ * parity and the collision. */
+template <typename I>
+static void bulk_in(lbm_part *p, const lbm_model *m, int odd, const ts_box *b) {
+  switch ((odd ? 4 : 0) + (m->trt ? 2 : 0) + (m->smag ? 1 : 0)) {
+  case 0: launch_bulk<I, 0, 0, 0>(p, m, b); break;
+  case 1: launch_bulk<I, 0, 0, 1>(p, m, b); break;
+  case 2: launch_bulk<I, 0, 1, 0>(p, m, b); break;
+  case 3: launch_bulk<I, 0, 1, 1>(p, m, b); break;
+  case 4: launch_bulk<I, 1, 0, 0>(p, m, b); break;
+  case 5: launch_bulk<I, 1, 0, 1>(p, m, b); break;
+  case 6: launch_bulk<I, 1, 1, 0>(p, m, b); break;
+  default: launch_bulk<I, 1, 1, 1>(p, m, b); break;
+  }
+}
+
+/* One step on the part's nodes (which: LBM_ALL the owned box, LBM_INNER the box `inner`,
+ * LBM_BORDER the owned box less `inner`, as up to six slabs): bulk nodes box by box, then the
+ * listed edge nodes. */
 static void launch_step(lbm_part *p, const lbm_consts *k, int odd, const ts_box *inner, int which) {
   lbm_gpu *g = use(p);
-  ts_box b = which == LBM_INNER ? *inner : p->own;
-  int w = b.hi[0] - b.lo[0], rows = b.hi[1] - b.lo[1], layers = b.hi[2] - b.lo[2];
-  if (w <= 0 || rows <= 0 || layers <= 0)
-    return;
-  nodes_t at = {{p->lo[0], p->lo[1], p->lo[2]}, {p->len[0], p->len[1], p->len[2]}};
-  long all = (long)rows * layers;
-  dim3 grid((unsigned)((w + 127) / 128), (unsigned)(all < 65535 ? all : 65535));
-  k_step<<<grid, 128, 0, g->stream>>>(view_of(p), *k, at, b, inner ? *inner : b, which, odd);
-  check(cudaGetLastError(), "launch of the step kernel");
+  lbm_model m = lbm_model_of(k);
+  ts_box boxes[6];
+  int nboxes = 0;
+  if (which != LBM_BORDER) {
+    boxes[nboxes++] = which == LBM_INNER ? *inner : p->own;
+  } else { /* own less inner: slabs along z, then y, then x */
+    ts_box rest = p->own;
+    for (int a = 2; a >= 0; a--) {
+      ts_box lo = rest, hi = rest;
+      lo.hi[a] = inner->lo[a];
+      hi.lo[a] = inner->hi[a];
+      boxes[nboxes++] = lo;
+      boxes[nboxes++] = hi;
+      rest.lo[a] = inner->lo[a];
+      rest.hi[a] = inner->hi[a];
+    }
+  }
+  if (which == LBM_BORDER && volume(inner) == 0)
+    boxes[0] = p->own, nboxes = 1;
+  int small = p->plane * LBM_Q < ((int64_t)1 << 32);
+  for (int b = 0; b < nboxes; b++)
+    small ? bulk_in<uint32_t>(p, &m, odd, &boxes[b]) : bulk_in<uint64_t>(p, &m, odd, &boxes[b]);
+  check(cudaGetLastError(), "launch of the bulk kernel");
+  if (g->nedge > 0)
+    k_edge<<<(g->nedge + 127) / 128, 128, 0, g->stream>>>(
+        view_of(p), *k, nodes_of(p), g->edge, g->nedge, inner ? *inner : p->own, which, odd);
+  check(cudaGetLastError(), "launch of the edge kernel");
 }
 
 static void gpu_even(lbm_part *p, const lbm_consts *k) { launch_step(p, k, 0, NULL, LBM_ALL); }
@@ -181,6 +270,7 @@ static void gpu_release(lbm_part *p) {
   cudaSetDevice(p->device);
   cudaFree(g->f);
   cudaFree(g->type);
+  cudaFree(g->edge);
   cudaFree(g->periodic_node);
   cudaFree(g->periodic_partner);
   cudaFree(g->periodic_pushed);
@@ -201,6 +291,29 @@ static cudaError_t upload(void **dev, const void *host, size_t bytes) {
   return e == cudaSuccess ? cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice) : e;
 }
 
+/* The list of the part's owned nodes that are computed but not bulk nodes, on the host. */
+static int64_t *edge_nodes(const lbm_part *p, int *count) {
+  int64_t n = 0, *list = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1 && !(list = (int64_t *)malloc(sizeof *list * (size_t)(n ? n : 1))))
+      return NULL;
+    n = 0;
+    for (int z = p->own.lo[2]; z < p->own.hi[2]; z++)
+      for (int y = p->own.lo[1]; y < p->own.hi[1]; y++)
+        for (int x = p->own.lo[0]; x < p->own.hi[0]; x++) {
+          int64_t node = lbm_local(p, x, y, z);
+          unsigned char t = p->type[node];
+          if (lbm_computed(t) && !(t & LBM_BULK)) {
+            if (list)
+              list[n] = node;
+            n++;
+          }
+        }
+  }
+  *count = (int)n;
+  return list;
+}
+
 static ts_status gpu_attach(lbm_part *p, int device) {
   if (cudaSetDevice(device) != cudaSuccess)
     return ts_error(TS_ERR_INPUT, "lbm: CUDA device %d cannot be used", device);
@@ -216,6 +329,12 @@ static ts_status gpu_attach(lbm_part *p, int device) {
     e = upload((void **)&g->f, p->f, (size_t)p->plane * LBM_Q * sizeof(lbm_store));
   if (e == cudaSuccess)
     e = upload((void **)&g->type, p->type, (size_t)p->plane);
+  int64_t *edge = e == cudaSuccess ? edge_nodes(p, &g->nedge) : NULL;
+  if (e == cudaSuccess && !edge)
+    e = cudaErrorMemoryAllocation;
+  if (e == cudaSuccess)
+    e = upload((void **)&g->edge, edge, (size_t)g->nedge * sizeof(int64_t));
+  free(edge);
   if (e == cudaSuccess)
     e = upload((void **)&g->periodic_node, p->periodic_node, np * sizeof(int64_t));
   if (e == cudaSuccess)

@@ -22,19 +22,20 @@ typedef struct lbm_view {
 #define LBM_SLOT(v, q, n) ((v)->f[(int64_t)(q) * (v)->plane + (n)])
 
 TS_HD static inline lbm_model lbm_model_of(const lbm_consts *k) {
-  lbm_model m = {
-      k->omega, k->omega_minus, k->tau, k->smag18, {k->force[0], k->force[1], k->force[2]},
-      k->trt,   k->smag18 > 0};
+  lbm_model m = {k->omega,
+                 k->omega_minus,
+                 k->tau,
+                 k->smag18,
+                 {k->force[0], k->force[1], k->force[2]},
+                 k->trt,
+                 k->smag18 > 0,
+                 k->force[0] != 0 || k->force[1] != 0 || k->force[2] != 0};
   return m;
 }
 
 /* Momentum a moving wall gives a population reflected into direction q: 6 w_q (c_q . u_w). */
 TS_HD static LBM_INLINE float lbm_wall_term(const lbm_consts *k, unsigned char type, int q) {
-  const float *uw = k->wall_u[lbm_face_of(type)];
-  float cu = 0;
-  for (int a = 0; a < LBM_DIM; a++)
-    cu += (float)lbm_c(q, a) * uw[a];
-  return 6.0f * lbm_w(q) * cu;
+  return 6.0f * lbm_w(q) * lbm_cdot(q, k->wall_u[lbm_face_of(type)]);
 }
 
 /* The post-collision populations of a computed node from its incoming ones f (in place). */

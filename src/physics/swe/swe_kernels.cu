@@ -936,10 +936,13 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
   out.hu0 = g->dev.hu;
   out.hv0 = g->dev.hv;
   if (stage == 0) {
-    /* A stage cannot write the state it reads; first-order steps are copied back after. */
-    out.w = g->dev.w0;
-    out.hu = g->dev.hu0;
-    out.hv = g->dev.hv0;
+    /* RK2's first stage goes to (w0, hu0, hv0) and keeps the start in (w, hu, hv); an Euler
+     * step updates in place, like the CPU (a cell's update reads no other cell's state). */
+    if (k.rk_order == 2) {
+      out.w = g->dev.w0;
+      out.hu = g->dev.hu0;
+      out.hv = g->dev.hv0;
+    }
     if (!empty(r))
       k_update_first<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
           in, out, k, region(r), s->origin, g->clock, tiles_of(s));
@@ -955,13 +958,6 @@ static int gpu_update(swe_part *s, swe_region r, double dt, int stage) {
           in, out, k, region(r), s->origin, s->nx, s->ny, g->clock, stage, inflow, tiles_of(s),
           region(s->own), maxima_of(s));
     g->maxima_done = 1;
-  }
-  if (k.rk_order == 1) {
-    size_t rb = (size_t)s->plane * sizeof(ts_real);
-    ts_real *from[3] = {g->dev.w0, g->dev.hu0, g->dev.hv0};
-    ts_real *to[3] = {g->dev.w, g->dev.hu, g->dev.hv};
-    for (int a = 0; a < 3; a++)
-      check(cudaMemcpyAsync(to[a], from[a], rb, cudaMemcpyDeviceToDevice, g->stream), "copy");
   }
   g->mid_step = stage == 0 && k.rk_order == 2;
   return 0;
