@@ -60,8 +60,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     # Lattice Boltzmann D3Q19 on one GPU (FluidX3D's benchmark box: cubic, no extensions), fp32
     # and fp16 storage, then split over the GPUs in one process and with one rank per GPU.
     for st in fp32 fp16; do
-      "$T" bench lbm --backend cuda --lattice D3Q19 --storage $st --size 256 --steps 200 \
-        --json "$out/lbm_${st}_1gpu.json"
+      for n in 256 384; do
+        "$T" bench lbm --backend cuda --lattice D3Q19 --storage $st --size $n --steps 200 \
+          --json "$out/lbm_${st}_${n}_1gpu.json"
+      done
       if [ "$gpus" -ge 2 ]; then
         for sc in strong weak; do
           "$T" bench lbm --backend cuda --devices "$devs" --$sc --lattice D3Q19 --storage $st \

@@ -165,17 +165,24 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
             if (pass) {
               int partner[3];
               periodic_partner(s, c, partner);
-              uint32_t pushed = 0; /* by computed nodes, here or in the halo */
+              /* slots that computed nodes, here or in the halo, push into the image (from
+               * c - c_q) or pull from it (at c + c_q, the slot opposite to q) */
+              uint32_t pushed = 0, pulled = 0;
               for (int q = 0; q < k->q; q++) {
-                int from[3];
-                for (int a = 0; a < 3; a++)
+                int from[3], to[3];
+                for (int a = 0; a < 3; a++) {
                   from[a] = c[a] - k->velocity(q, a);
+                  to[a] = c[a] + k->velocity(q, a);
+                }
                 if (lbm_computed(p->type[lbm_local(p, from[0], from[1], from[2])]))
                   pushed |= 1u << q;
+                if (lbm_computed(p->type[lbm_local(p, to[0], to[1], to[2])]))
+                  pulled |= 1u << k->opposite(q);
               }
               p->periodic_node[nper] = n;
               p->periodic_partner[nper] = lbm_local(p, partner[0], partner[1], partner[2]);
               p->periodic_pushed[nper] = pushed;
+              p->periodic_pulled[nper] = pulled;
             }
             nper++;
           }
@@ -199,10 +206,11 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
       p->periodic_node = malloc(sizeof(int64_t) * (size_t)(nper + 1));
       p->periodic_partner = malloc(sizeof(int64_t) * (size_t)(nper + 1));
       p->periodic_pushed = malloc(sizeof(uint32_t) * (size_t)(nper + 1));
+      p->periodic_pulled = malloc(sizeof(uint32_t) * (size_t)(nper + 1));
       p->keep_slot = malloc(sizeof(int64_t) * (size_t)(nkeep + 1));
       p->keep_value = malloc(k->elem * (size_t)(nkeep + 1));
-      if (!p->periodic_node || !p->periodic_partner || !p->periodic_pushed || !p->keep_slot ||
-          !p->keep_value)
+      if (!p->periodic_node || !p->periodic_partner || !p->periodic_pushed || !p->periodic_pulled ||
+          !p->keep_slot || !p->keep_value)
         return ts_error(TS_ERR_NOMEM, "out of memory");
     }
   }
@@ -264,6 +272,7 @@ static void part_destroy(lbm_part *p) {
   free(p->periodic_node);
   free(p->periodic_partner);
   free(p->periodic_pushed);
+  free(p->periodic_pulled);
   free(p->keep_slot);
   free(p->keep_value);
 }
@@ -346,8 +355,8 @@ static ts_status exchange(ts_lbm *s, ts_halo_plan *plan) {
   return exchange_finish(s, plan);
 }
 
-/* Periodic images: before an odd step every slot of the partner (forward); after it, what nodes
- * pushed into the images goes on to their partners. */
+/* Periodic images: before an odd step the partner's slots that nodes will pull from the image
+ * (forward); after it, what nodes pushed into the images goes on to their partners. */
 static void periodic_images(const ts_lbm *s, lbm_part *p, int forward) {
   if (s->k->periodic) {
     s->k->periodic(p, forward);
@@ -356,7 +365,7 @@ static void periodic_images(const ts_lbm *s, lbm_part *p, int forward) {
   size_t e = s->k->elem;
   for (int k = 0; k < p->nperiodic; k++)
     for (int q = 0; q < s->k->q; q++) {
-      if (!forward && !(p->periodic_pushed[k] >> q & 1))
+      if (!((forward ? p->periodic_pulled[k] : p->periodic_pushed[k]) >> q & 1))
         continue;
       char *slot = (char *)p->f + e * (size_t)((int64_t)q * p->plane);
       char *image = slot + e * (size_t)p->periodic_node[k];

@@ -66,11 +66,12 @@ typedef struct lbm_part {
   int device;    /* CUDA device of a GPU part, -1 on the CPU */
   void *gpu;     /* the GPU backend's state, NULL on the CPU */
   void *dev_f;   /* a GPU part's populations in device memory (f is the host mirror) */
-  /* Owned periodic frame nodes: their node, the partner they image, and the slots that nodes
-   * pushing into them fill (sent on to the partner after an odd step). */
+  /* Owned periodic frame nodes: their node, the partner they image, the slots that nodes
+   * pushing into them fill (sent on to the partner after an odd step) and the slots that nodes
+   * pull from them (copied from the partner before one). */
   int nperiodic;
   int64_t *periodic_node, *periodic_partner;
-  uint32_t *periodic_pushed;
+  uint32_t *periodic_pushed, *periodic_pulled;
   /* Slots of owned nodes that a reverse exchange overwrites although their population came
    * from a wall (bounce-back at a subdomain border): saved before, restored after. */
   int nkeep;

@@ -36,7 +36,7 @@ typedef struct lbm_gpu {
   int64_t *edge; /* computed nodes that are not bulk nodes, ascending */
   int nedge;
   int64_t *periodic_node, *periodic_partner, *keep_slot;
-  uint32_t *periodic_pushed;
+  uint32_t *periodic_pushed, *periodic_pulled;
   lbm_store *keep_value;
   cudaStream_t stream;
 } lbm_gpu;
@@ -58,13 +58,16 @@ struct nodes_t {
   int off[LBM_Q];
 };
 
+/* Threads per block of the bulk kernel (8 blocks per multiprocessor: at most 64 registers). */
+#define LBM_BLOCK 128
+
 /* Bulk nodes of box b, one thread per node: populations loaded from their slots, collided by
  * lbm_collide (the CPU's function) and stored, as lbm_bulk_node does on the CPU. The slot
  * indices are of type I (32 bits where the part has fewer than 2^32 slots: fewer registers
  * than 64-bit offsets); the step's parity and the collision variant are constants, so the
  * collision has no branch left. Other nodes are left to k_edge. */
 template <typename I, int ODD, int TRT, int SMAG>
-static __global__ void __launch_bounds__(256)
+static __global__ void __launch_bounds__(LBM_BLOCK, 8)
     k_bulk(lbm_store *__restrict__ f, const unsigned char *__restrict__ type, I plane,
            const __grid_constant__ nodes_t at, const __grid_constant__ lbm_model model, ts_box b,
            I count) {
@@ -114,20 +117,20 @@ static __global__ void k_edge(lbm_view v, const __grid_constant__ lbm_consts k, 
     lbm_even_node(&v, &k, &m, n);
 }
 
-/* Periodic images: all slots from the partner (forward), or the pushed slots back to it. */
+/* Periodic images: the slots nodes pull, from the partner (forward), or the slots nodes pushed
+ * into the image, back to it. One thread per image and direction (the grid's y), so that the
+ * few slots of each image move in parallel. */
 static __global__ void k_periodic(lbm_store *f, int64_t plane, const int64_t *node,
-                                  const int64_t *partner, const uint32_t *pushed, int count,
+                                  const int64_t *partner, const uint32_t *slots, int count,
                                   int forward) {
-  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= count)
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x), q = (int)blockIdx.y;
+  if (i >= count || !(slots[i] >> q & 1u))
     return;
-  for (int q = 0; q < LBM_Q; q++) {
-    lbm_store *slot = f + (int64_t)q * plane;
-    if (forward)
-      slot[node[i]] = slot[partner[i]];
-    else if (pushed[i] >> q & 1u)
-      slot[partner[i]] = slot[node[i]];
-  }
+  lbm_store *slot = f + (int64_t)q * plane;
+  if (forward)
+    slot[node[i]] = slot[partner[i]];
+  else
+    slot[partner[i]] = slot[node[i]];
 }
 
 /* The wall slots of subdomain borders, saved before the push-back exchanges and restored after. */
@@ -176,8 +179,9 @@ static void launch_bulk(lbm_part *p, const lbm_model *m, const ts_box *b) {
   lbm_gpu *g = gpu_of(p);
   int64_t count = volume(b);
   if (count > 0)
-    k_bulk<I, ODD, TRT, SMAG><<<(unsigned)((count + 255) / 256), 256, 0, g->stream>>>(
-        g->f, g->type, (I)p->plane, nodes_of(p), *m, *b, (I)count);
+    k_bulk<I, ODD, TRT, SMAG>
+        <<<(unsigned)((count + LBM_BLOCK - 1) / LBM_BLOCK), LBM_BLOCK, 0, g->stream>>>(
+            g->f, g->type, (I)p->plane, nodes_of(p), *m, *b, (I)count);
 }
 
 /* The bulk nodes of box b, through the instance of k_bulk for the part's size, the step's
@@ -239,9 +243,9 @@ static void gpu_odd(lbm_part *p, const lbm_consts *k, const ts_box *inner, int w
 static void gpu_periodic(lbm_part *p, int forward) {
   lbm_gpu *g = use(p);
   if (p->nperiodic > 0)
-    k_periodic<<<(p->nperiodic + 127) / 128, 128, 0, g->stream>>>(
-        g->f, p->plane, g->periodic_node, g->periodic_partner, g->periodic_pushed, p->nperiodic,
-        forward);
+    k_periodic<<<dim3((unsigned)(p->nperiodic + 127) / 128, LBM_Q), 128, 0, g->stream>>>(
+        g->f, p->plane, g->periodic_node, g->periodic_partner,
+        forward ? g->periodic_pulled : g->periodic_pushed, p->nperiodic, forward);
   check(cudaGetLastError(), "launch of the periodic kernel");
 }
 
@@ -274,6 +278,7 @@ static void gpu_release(lbm_part *p) {
   cudaFree(g->periodic_node);
   cudaFree(g->periodic_partner);
   cudaFree(g->periodic_pushed);
+  cudaFree(g->periodic_pulled);
   cudaFree(g->keep_slot);
   cudaFree(g->keep_value);
   if (g->stream)
@@ -341,6 +346,8 @@ static ts_status gpu_attach(lbm_part *p, int device) {
     e = upload((void **)&g->periodic_partner, p->periodic_partner, np * sizeof(int64_t));
   if (e == cudaSuccess)
     e = upload((void **)&g->periodic_pushed, p->periodic_pushed, np * sizeof(uint32_t));
+  if (e == cudaSuccess)
+    e = upload((void **)&g->periodic_pulled, p->periodic_pulled, np * sizeof(uint32_t));
   if (e == cudaSuccess)
     e = upload((void **)&g->keep_slot, p->keep_slot, nk * sizeof(int64_t));
   if (e == cudaSuccess && nk > 0)
