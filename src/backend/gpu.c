@@ -1,5 +1,5 @@
-/* GPU discovery, the copy-bandwidth measurement and the halo copies between GPU subdomains of
- * one process, through the CUDA runtime API (plain C). */
+/* GPU discovery, the copy-bandwidth measurement, error checks and peer access, through the CUDA
+ * runtime API (plain C); the halo copies between GPU subdomains of one process are in gpu.cu. */
 #include "tessera/gpu.h"
 
 #include <stdio.h>
@@ -113,10 +113,6 @@ double ts_gpu_copy_bandwidth(int device, double bytes) {
 }
 
 #if TESSERA_HAVE_CUDA
-/* Streams of the halo copies between GPU subdomains of one process, one per destination device
- * (created when first needed, kept for the process); the halo engine copies on several threads. */
-static cudaStream_t halo_streams[64];
-static int halo_pending[64];
 void ts_gpu_check(int error, const char *what) {
   if (error != cudaSuccess) {
     /* a failing device call leaves no consistent state to return to: report and stop */
@@ -135,56 +131,5 @@ void ts_gpu_enable_peers(int device) {
       cudaDeviceEnablePeerAccess(peer, 0); /* "already enabled" is fine */
   }
   cudaGetLastError(); /* that error is not sticky */
-}
-
-/* The halo stream of the device holding dst, made the calling thread's current device (a copy
- * must be queued from its stream's device). */
-static cudaStream_t halo_stream_for(const void *dst) {
-  struct cudaPointerAttributes at;
-  ts_gpu_check((int)cudaPointerGetAttributes(&at, dst), "pointer attributes");
-  int d = at.device >= 0 && at.device < 64 ? at.device : 0;
-  ts_gpu_check((int)cudaSetDevice(d), "device selection");
-#pragma omp critical(tessera_gpu_halo_streams)
-  {
-    if (!halo_streams[d])
-      ts_gpu_check((int)cudaStreamCreateWithFlags(&halo_streams[d], cudaStreamNonBlocking),
-                   "stream");
-    halo_pending[d] = 1;
-  }
-  return halo_streams[d];
-}
-
-void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
-                     const ts_halo_field *from, const ts_halo_field *to) {
-  for (int f = 0; f < nfields; f++) {
-    size_t e = from[f].elem, width = (size_t)(box->hi[0] - box->lo[0]) * e;
-    for (int z = box->lo[2]; z < box->hi[2]; z++) {
-      int64_t so = from[f].origin + (box->lo[0] - from[f].lo[0]) +
-                   (int64_t)(box->lo[1] - from[f].lo[1]) * from[f].stride[1] +
-                   (int64_t)(z - from[f].lo[2]) * from[f].stride[2];
-      int64_t dof = to[f].origin + (box->lo[0] - to[f].lo[0]) +
-                    (int64_t)(box->lo[1] - to[f].lo[1]) * to[f].stride[1] +
-                    (int64_t)(z - to[f].lo[2]) * to[f].stride[2];
-      for (int c = 0; c < from[f].ncomp; c++)
-        if (masks[f] >> c & 1u) {
-          char *dst = (char *)to[f].comp[c] + (size_t)dof * e;
-          const char *src = (const char *)from[f].comp[c] + (size_t)so * e;
-          ts_gpu_check((int)cudaMemcpy2DAsync(dst, (size_t)to[f].stride[1] * e, src,
-                                              (size_t)from[f].stride[1] * e, width,
-                                              (size_t)(box->hi[1] - box->lo[1]), cudaMemcpyDefault,
-                                              halo_stream_for(dst)),
-                       "halo copy");
-        }
-    }
-  }
-}
-
-void ts_gpu_halo_wait(void) {
-  for (int d = 0; d < 64; d++)
-    if (halo_pending[d]) {
-      ts_gpu_check((int)cudaSetDevice(d), "device selection");
-      ts_gpu_check((int)cudaStreamSynchronize(halo_streams[d]), "halo copies");
-      halo_pending[d] = 0;
-    }
 }
 #endif
