@@ -34,9 +34,10 @@ void ts_gpu_check(int error, const char *what);
 /* Lets `device` (made current) read and write the memory of every GPU it has peer access to. */
 void ts_gpu_enable_peers(int device);
 /* The halo engine's copier (ts_halo_copier) for fields in GPU memory: halo copies between
- * subdomains of one process, one 2D copy per component and z layer, through peer access between
- * devices, queued on a stream of the destination device (the subdomains' own work must be
- * finished when the exchange starts); ts_gpu_halo_wait waits for the copies queued so far. */
+ * subdomains of one process (a kernel per field for 3D boxes and narrow columns, 2D copies for
+ * long rows), through peer access between devices, queued on a stream of the destination device
+ * (the subdomains' own work must be finished when the exchange starts); ts_gpu_halo_wait waits
+ * for the copies queued so far. */
 void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
                      const ts_halo_field *from, const ts_halo_field *to);
 void ts_gpu_halo_wait(void);
