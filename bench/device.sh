@@ -4,7 +4,7 @@
 #   here:   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #           cmake --build build-gpu -j; copy libinih, libnetcdf and libhdf5_serial_hl into
 #           .devlibs/ and ../shared/data/malpasset into .devdata/malpasset (both git-ignored)
-#   there:  bash bench/device.sh [tests|bench|all] [CTEST_REGEX]
+#   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm] [CTEST_REGEX]
 #           (carry build-gpu, .devlibs, .devdata)
 # The build's paths are absolute (/work/main/...), so the checkout is linked there. Logs and
 # JSON results go to $OUT (or ./device-out).
@@ -68,10 +68,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
         for sc in strong weak; do
           "$T" bench lbm --backend cuda --devices "$devs" --$sc --lattice D3Q19 --storage $st \
             --size 256 --steps 200
+          mpirun --allow-run-as-root -np "$gpus" "$T" bench lbm --backend cuda --$sc \
+            --lattice D3Q19 --storage $st --size 256 --steps 200
         done
-        mpirun --allow-run-as-root -np "$gpus" "$T" bench lbm --backend cuda --lattice D3Q19 \
-          --storage $st --size 256 --steps 200 --subdomains "$gpus" \
-          --json "$out/lbm_${st}_strong_mpi.json"
       fi
     done
     # Malpasset at 10 m, 4000 s, float, on one GPU; the wall time of the time loop is in summary.json.
@@ -83,4 +82,42 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       --set output.times=4000 --out "$out/malpasset10"
     grep -E '"(steps|wall_s|mcells_per_s|mass_rel_error)"' "$out/malpasset10/summary.json"
   } 2>&1 | tee "$out/bench.log"
+fi
+
+# Scaling over 1, 2, 4 and 8 GPUs (as many as the machine has), each count against one GPU in the
+# same command. Shallow water: weak (8192^2 per GPU) and strong (16384^2), one process and one
+# rank per GPU, rows (1D) and tiles (2D). Lattice Boltzmann D3Q19, fp32 and fp16: weak (256^3
+# per GPU) and strong (256^3), 1D (bands along z), 2D and 3D tiles, one process and one rank per
+# GPU. Two commands, so that each stays within a device call's time limit.
+gpus=$(nvidia-smi -L | wc -l)
+counts=""
+for k in 2 4 8; do [ "$k" -le "$gpus" ] && counts="$counts $k"; done
+if [ "$what" = scaling-swe ]; then
+  for k in $counts; do
+    devs=$(seq -s, 0 $((k - 1)))
+    for mode in threads mpi; do
+      for dec in rows tiles; do
+        "$T" bench swe --backend cuda --devices "$devs" --mode $mode --weak --size 8192 \
+          --steps 30 --decomposition $dec --json "$out/swe_weak_${k}_${mode}_${dec}.json"
+        "$T" bench swe --backend cuda --devices "$devs" --mode $mode --strong --size 16384 \
+          --steps 30 --decomposition $dec --json "$out/swe_strong_${k}_${mode}_${dec}.json"
+      done
+    done
+  done 2>&1 | tee "$out/scaling_swe.log"
+fi
+if [ "$what" = scaling-lbm ]; then
+  for k in $counts; do
+    devs=$(seq -s, 0 $((k - 1)))
+    case $k in 2) decs="1x1x2" ;; 4) decs="1x1x4 2x2x1" ;; *) decs="1x1x8 4x2x1 2x2x2" ;; esac
+    for st in fp32 fp16; do
+      for dec in $decs; do
+        for sc in weak strong; do
+          "$T" bench lbm --backend cuda --devices "$devs" --$sc --lattice D3Q19 --storage $st \
+            --size 256 --steps 100 --decomposition $dec
+          mpirun --allow-run-as-root -np "$k" "$T" bench lbm --backend cuda --$sc \
+            --lattice D3Q19 --storage $st --size 256 --steps 100 --decomposition $dec
+        done
+      done
+    done
+  done 2>&1 | tee "$out/scaling_lbm.log"
 fi

@@ -1,6 +1,8 @@
 /* `tessera bench lbm` (bench_lbm.h): a box of N^3 (D3Q19) or N^2 (D2Q9) fluid cells, periodic
- * along x and y (walls at the z faces, across which it splits), holding a decaying shear flow,
- * SRT or TRT, timed over S steps after two warm-up steps.
+ * along x and y (walls at the z faces, across which it splits into bands; --decomposition
+ * PXxPYxPZ splits it into tiles, with walls along the split axes instead of periodic faces, since
+ * a periodic axis stays whole), holding a decaying shear flow, SRT or TRT, timed over S steps
+ * after two warm-up steps.
  * The roofline: 2 x Q x population bytes + 1 per cell update (each population read and written
  * once, in place, and the node's kind byte) against the copy bandwidth measured in the same run:
  * the GPU's (--backend cuda), or the host's (parallel memcpy of 512 MiB, bytes read + written). */
@@ -52,6 +54,13 @@ static double host_copy_bandwidth(void) {
   return best;
 }
 
+/* "PXxPYxPZ" (each at least 1) into parts; 0 if it is not that. */
+static int parse_tiles(const char *v, int parts[3]) {
+  char tail;
+  return sscanf(v, "%dx%dx%d%c", &parts[0], &parts[1], &parts[2], &tail) == 3 && parts[0] >= 1 &&
+         parts[1] >= 1 && parts[2] >= 1 && parts[0] * parts[1] * parts[2] <= 32767;
+}
+
 static int usage(const char *msg, const char *arg) {
   fprintf(stderr, "tessera: bench lbm: %s%s%s (see tessera --help)\n", msg, arg ? ": " : "",
           arg ? arg : "");
@@ -60,9 +69,8 @@ static int usage(const char *msg, const char *arg) {
 
 /* Creates the box, takes two warm-up steps and times `steps` more: MLUPs, wall time and the
  * bytes per cell update; 1 (message printed) on failure. */
-static int timed_run(const ts_lbm_params *p, long steps, double *mlups, double *wall, double *bytes,
-                     int *subdomains) {
-  const ts_comm *comm = ts_comm_world();
+static int timed_run(const ts_comm *comm, const ts_lbm_params *p, long steps, double *mlups,
+                     double *wall, double *bytes, int *subdomains) {
   ts_lbm *s;
   ts_status st = ts_lbm_create(&s, p, comm);
   if (st == TS_OK) {
@@ -83,35 +91,55 @@ static int timed_run(const ts_lbm_params *p, long steps, double *mlups, double *
 }
 
 /* --weak / --strong: one GPU (one subdomain on the CPU) against all of --devices (the
- * --subdomains on the CPU), N^3 cells per unit (a box G times longer along z) or in all. */
+ * --subdomains on the CPU; under mpirun, one subdomain per rank), N^3 cells per unit (a box PX, PY,
+ * PZ times longer along each axis: G times along z for bands) or in all. */
 static int scaling(ts_lbm_params p, long n, long steps, int weak) {
-  int units = p.cuda ? (p.ndevices ? p.ndevices : ts_gpu_count()) : p.subdomains;
+  int ranks = ts_comm_size(ts_comm_world());
+  int units =
+      ranks > 1 ? ranks : (p.cuda ? (p.ndevices ? p.ndevices : ts_gpu_count()) : p.subdomains);
   if (units < 2)
     return usage("--weak and --strong need two or more GPUs (--devices) or, on the CPU, "
                  "--subdomains",
                  NULL);
   if (p.lattice != TS_LBM_D3Q19)
     return usage("--weak and --strong split the box along z: use --lattice D3Q19", NULL);
+  int tiles = p.decomposition == TS_DECOMP_TILES;
+  if (tiles && p.parts[0] * p.parts[1] * p.parts[2] != units)
+    return usage("--decomposition must have as many tiles as GPUs (or --subdomains)", NULL);
   double mlups[2], wall[2], bytes;
   int count[2];
   ts_lbm_params one = p;
   one.subdomains = 1;
+  one.decomposition = TS_DECOMP_AUTO;
   one.ndevices = p.cuda ? 1 : 0;
   one.devices[0] = p.ndevices ? p.devices[0] : 0;
-  if (timed_run(&one, steps, &mlups[0], &wall[0], &bytes, &count[0]))
+  /* under mpirun rank 0 runs the one-unit box by itself, and tells the others */
+  const ts_comm *world = ts_comm_world();
+  double first[2] = {0, 0};
+  if (ts_comm_rank(world) == 0) {
+    const ts_comm *alone = ranks > 1 ? ts_comm_self() : world;
+    int failed = timed_run(alone, &one, steps, &mlups[0], &wall[0], &bytes, &count[0]);
+    first[0] = failed;
+    first[1] = failed ? 0 : mlups[0];
+  }
+  if (ts_comm_max(world, first, 2) != TS_OK || first[0] > 0)
     return 1;
+  mlups[0] = first[1];
   p.subdomains = units;
-  p.n[2] = weak ? (int)(n * units) : (int)n;
-  if (timed_run(&p, steps, &mlups[1], &wall[1], &bytes, &count[1]))
+  for (int a = 0; a < 3; a++)
+    p.n[a] = (int)n * (weak ? (tiles ? p.parts[a] : (a == 2 ? units : 1)) : 1);
+  if (timed_run(world, &p, steps, &mlups[1], &wall[1], &bytes, &count[1]))
     return 1;
   if (ts_comm_rank(ts_comm_world()) == 0) {
     const char *unit = p.cuda ? "GPUs" : "subdomains";
-    printf("tessera bench lbm --%s: D3Q19 %s %s, %ld^3 cells %s, %s\n", weak ? "weak" : "strong",
-           p.collision == TS_LBM_TRT ? "TRT" : "SRT", p.storage == TS_LBM_FP16 ? "fp16" : "fp32", n,
-           weak ? "per unit" : "in all", p.cuda ? "cuda" : "cpu");
+    printf("tessera bench lbm --%s: D3Q19 %s %s, %ld^3 cells %s, %dx%dx%d, %s\n",
+           weak ? "weak" : "strong", p.collision == TS_LBM_TRT ? "TRT" : "SRT",
+           p.storage == TS_LBM_FP16 ? "fp16" : "fp32", n, weak ? "per unit" : "in all",
+           tiles ? p.parts[0] : 1, tiles ? p.parts[1] : 1, tiles ? p.parts[2] : units,
+           p.cuda ? "cuda" : "cpu");
     printf("%10s %14s %10s %12s\n", unit, "cells", "MLUPs", "efficiency");
     printf("%10d %14lld %10.1f %12s\n", 1, (long long)n * n * n, mlups[0], "-");
-    printf("%10d %14lld %10.1f %11.1f%%\n", units, (long long)n * n * p.n[2], mlups[1],
+    printf("%10d %14lld %10.1f %11.1f%%\n", units, (long long)p.n[0] * p.n[1] * p.n[2], mlups[1],
            100 * mlups[1] / (mlups[0] * units));
   }
   return 0;
@@ -147,6 +175,8 @@ int bench_lbm(int argc, char **argv) {
       steps = x;
     else if (strcmp(a, "--subdomains") == 0 && !*end && x >= 1 && x <= 32767)
       p.subdomains = (int)x;
+    else if (strcmp(a, "--decomposition") == 0 && v && parse_tiles(v, p.parts))
+      p.decomposition = TS_DECOMP_TILES;
     else if (strcmp(a, "--json") == 0)
       json = v;
     else if (strcmp(a, "--backend") == 0 && (strcmp(v, "cpu") == 0 || strcmp(v, "cuda") == 0))
@@ -169,14 +199,19 @@ int bench_lbm(int argc, char **argv) {
     return usage("--size too large for one host", NULL);
   for (int a = 0; a < 3; a++)
     p.n[a] = a < dim ? (int)n : 1;
-  for (int f = 0; f < 4; f++)         /* periodic along x and y; walls at the z faces (D3Q19), so */
-    p.face[f].type = TS_LBM_PERIODIC; /* that the box splits along z */
+  int split = p.decomposition == TS_DECOMP_TILES;
+  for (int f = 0; f < 4; f++) /* periodic along x and y unless split; walls at the z faces */
+    if (!split || p.parts[f / 2] == 1)
+      p.face[f].type = TS_LBM_PERIODIC;
   p.tau = 0.6;
   p.initial = shear;
   p.initial_arg = p.n;
-  p.decomposition = TS_DECOMP_ROWS; /* bands along z (3D): x and y are periodic, so whole */
-  if (dim == 2 && p.subdomains > 1)
+  if (!split)
+    p.decomposition = TS_DECOMP_ROWS; /* bands along z (3D): x and y are periodic, so whole */
+  if (dim == 2 && (p.subdomains > 1 || split))
     return usage("a periodic D2Q9 box runs as one subdomain", NULL);
+  if (split && p.subdomains && p.subdomains != p.parts[0] * p.parts[1] * p.parts[2] && !scale)
+    return usage("--decomposition must have --subdomains tiles", NULL);
   if (scale && json)
     return usage("--json is for single runs, not --weak or --strong tables", json);
   if (scale)
@@ -192,7 +227,7 @@ int bench_lbm(int argc, char **argv) {
   double bandwidth = p.cuda ? one * (used > 0 ? used : 1) : one;
   double mlups, wall, bytes;
   int count;
-  if (timed_run(&p, steps, &mlups, &wall, &bytes, &count))
+  if (timed_run(comm, &p, steps, &mlups, &wall, &bytes, &count))
     return 1;
   double gbs = mlups * bytes / 1e3;
   int q = dim == 3 ? 19 : 9, rc = 0;

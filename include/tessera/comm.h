@@ -23,6 +23,7 @@ ts_status ts_comm_init(int *argc, char ***argv);
 void ts_comm_finalize(void);
 
 const ts_comm *ts_comm_world(void); /* every process of the run */
+const ts_comm *ts_comm_self(void);  /* this process alone (work that one rank does by itself) */
 int ts_comm_rank(const ts_comm *c);
 int ts_comm_size(const ts_comm *c);
 int ts_comm_built_with_mpi(void);

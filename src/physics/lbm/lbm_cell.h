@@ -115,9 +115,12 @@ TS_HD static LBM_INLINE float lbm_moments(const float f[LBM_Q], const float forc
 /* Guo forcing term of direction q: S_q = w_q (3 (c_q - u) + 9 (c_q . u) c_q) . F (0 without a
  * force). */
 TS_HD static LBM_INLINE float lbm_source(const lbm_model *m, int q, const float u[3]) {
-  float cu = lbm_cdot(q, u), s = 0;
-  for (int a = 0; a < LBM_DIM && m->forced; a++)
-    s += (3.0f * ((float)lbm_c(q, a) - u[a]) + 9.0f * cu * (float)lbm_c(q, a)) * m->force[a];
+  float s = 0;
+  if (m->forced) {
+    float cu = lbm_cdot(q, u);
+    for (int a = 0; a < LBM_DIM; a++)
+      s += (3.0f * ((float)lbm_c(q, a) - u[a]) + 9.0f * cu * (float)lbm_c(q, a)) * m->force[a];
+  }
   return lbm_w(q) * s;
 }
 

@@ -24,13 +24,14 @@ static lbm_view view_of(const lbm_part *p) {
 }
 
 /* Bulk nodes [n0, n1) of a row, vectorised across the row where the compiler can (each slot
- * belongs to one node, so the nodes are independent); trt and smag are constants at each call,
- * so the collision has no branch left. */
+ * belongs to one node, so the nodes are independent); trt, smag and forced are constants at each
+ * call, so the collision has no branch left. */
 static LBM_INLINE void bulk_run(const lbm_view *v, const lbm_model *model, int64_t n0, int64_t n1,
-                                int odd, const int trt, const int smag) {
+                                int odd, const int trt, const int smag, const int forced) {
   lbm_model mm = *model;
   mm.trt = trt;
   mm.smag = smag;
+  mm.forced = forced;
   int64_t from[LBM_Q], to[LBM_Q]; /* local, so that no store can change them */
   lbm_bulk_offsets(v, odd, from, to);
   lbm_store *restrict f0 = v->f;
@@ -39,10 +40,35 @@ static LBM_INLINE void bulk_run(const lbm_view *v, const lbm_model *model, int64
     lbm_bulk_node(f0, from, to, &mm, n);
 }
 
+/* The bulk nodes [n, end) of a row with the step's parity and the model's variant as
+ * constants (bit 3: odd, 2: forced, 1: smag, 0: trt). */
+#define BULK_CASE(k)                                                                               \
+  case k: bulk_run(v, m, n, end, k >> 3 & 1, k & 1, k >> 1 & 1, k >> 2 & 1); break
+static void bulk_variant(const lbm_view *v, const lbm_model *m, int odd, int64_t n, int64_t end) {
+  switch ((odd ? 8 : 0) | (m->forced ? 4 : 0) | (m->smag ? 2 : 0) | (m->trt ? 1 : 0)) {
+    BULK_CASE(0);
+    BULK_CASE(1);
+    BULK_CASE(2);
+    BULK_CASE(3);
+    BULK_CASE(4);
+    BULK_CASE(5);
+    BULK_CASE(6);
+    BULK_CASE(7);
+    BULK_CASE(8);
+    BULK_CASE(9);
+    BULK_CASE(10);
+    BULK_CASE(11);
+    BULK_CASE(12);
+    BULK_CASE(13);
+    BULK_CASE(14);
+    BULK_CASE(15);
+  }
+}
+#undef BULK_CASE
+
 /* The nodes [n, end) of a row: runs of bulk nodes vectorised, the others one by one. */
 static void step_segment(const lbm_view *v, const lbm_consts *k, const lbm_model *m, int odd,
                          int64_t n, int64_t end) {
-  int variant = (m->trt ? 1 : 0) + (m->smag ? 2 : 0);
   while (n < end) {
     unsigned char t = v->type[n];
     if (!(t & LBM_BULK)) {
@@ -56,12 +82,7 @@ static void step_segment(const lbm_view *v, const lbm_consts *k, const lbm_model
     int64_t run = n;
     while (run < end && (v->type[run] & LBM_BULK))
       run++;
-    switch (variant) { /* each with its model flags as constants */
-    case 0: odd ? bulk_run(v, m, n, run, 1, 0, 0) : bulk_run(v, m, n, run, 0, 0, 0); break;
-    case 1: odd ? bulk_run(v, m, n, run, 1, 1, 0) : bulk_run(v, m, n, run, 0, 1, 0); break;
-    case 2: odd ? bulk_run(v, m, n, run, 1, 0, 1) : bulk_run(v, m, n, run, 0, 0, 1); break;
-    default: odd ? bulk_run(v, m, n, run, 1, 1, 1) : bulk_run(v, m, n, run, 0, 1, 1); break;
-    }
+    bulk_variant(v, m, odd, n, run);
     n = run;
   }
 }
