@@ -57,8 +57,12 @@ static double host_copy_bandwidth(void) {
 /* "PXxPYxPZ" (each at least 1) into parts; 0 if it is not that. */
 static int parse_tiles(const char *v, int parts[3]) {
   char tail;
-  return sscanf(v, "%dx%dx%d%c", &parts[0], &parts[1], &parts[2], &tail) == 3 && parts[0] >= 1 &&
-         parts[1] >= 1 && parts[2] >= 1 && parts[0] * parts[1] * parts[2] <= 32767;
+  if (sscanf(v, "%dx%dx%d%c", &parts[0], &parts[1], &parts[2], &tail) != 3)
+    return 0;
+  for (int a = 0; a < 3; a++)
+    if (parts[a] < 1 || parts[a] > 32767)
+      return 0;
+  return (int64_t)parts[0] * parts[1] * parts[2] <= 32767;
 }
 
 static int usage(const char *msg, const char *arg) {

@@ -14,12 +14,36 @@
  * the process); the halo engine copies on several threads. */
 static cudaStream_t halo_streams[64];
 static int halo_pending[64];
+static signed char peer_reads[64][64]; /* 0 not tried, 1 dst reads src's memory, -1 cannot */
 static pthread_mutex_t halo_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The device holding ptr, or -1 for memory that is not device memory. */
 static int device_of(const void *ptr) {
   cudaPointerAttributes at;
   ts_gpu_check((int)cudaPointerGetAttributes(&at, ptr), "pointer attributes");
-  return at.device >= 0 && at.device < 64 ? at.device : 0;
+  return at.type == cudaMemoryTypeDevice && at.device >= 0 && at.device < 64 ? at.device : -1;
+}
+
+/* Whether kernels on device dst can read device src's memory: peer access enabled from dst
+ * (tried once per pair; "already enabled" counts as enabled). */
+static int dst_reads_src(int dst, int src) {
+  if (dst == src)
+    return 1;
+  pthread_mutex_lock(&halo_streams_lock);
+  if (peer_reads[dst][src] == 0) {
+    int can = 0;
+    peer_reads[dst][src] = -1;
+    if (cudaDeviceCanAccessPeer(&can, dst, src) == cudaSuccess && can &&
+        cudaSetDevice(dst) == cudaSuccess) {
+      cudaError_t e = cudaDeviceEnablePeerAccess(src, 0);
+      if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled)
+        peer_reads[dst][src] = 1;
+      cudaGetLastError(); /* that error is not sticky */
+    }
+  }
+  int ok = peer_reads[dst][src] > 0;
+  pthread_mutex_unlock(&halo_streams_lock);
+  return ok;
 }
 
 /* The halo stream of device d, made the calling thread's current device (a copy must be queued
@@ -57,21 +81,20 @@ template <typename T> static __global__ void k_copy_box(const __grid_constant__ 
   dst[x + y * c.dst_row + z * c.dst_layer] = src[x + y * c.src_row + z * c.src_layer];
 }
 
-/* Element offset of the box's first cell in field f's layout. */
+/* Element offset of the box's first cell in field f's layout (rows are contiguous: the fields
+ * of GPU solvers have stride[0] 1, as the copies by layers have always assumed). */
 static int64_t first_cell(const ts_box *box, const ts_halo_field *f) {
   return f->origin + (box->lo[0] - f->lo[0]) + (int64_t)(box->lo[1] - f->lo[1]) * f->stride[1] +
          (int64_t)(box->lo[2] - f->lo[2]) * f->stride[2];
 }
 
-/* Field f of a box by one kernel on the destination's device; 0 when that cannot be done (an
- * element size without a kernel, or no peer access between the devices). */
+/* Field f of a box by one kernel on the destination's device; 0 when that cannot be done (host
+ * memory, an element size without a kernel, or no peer access between the devices). */
 static int copy_by_kernel(const ts_box *box, uint32_t mask, const ts_halo_field *from,
                           const ts_halo_field *to, int src_device, int dst_device) {
-  int can = src_device == dst_device;
-  if (!can && (cudaDeviceCanAccessPeer(&can, dst_device, src_device) != cudaSuccess || !can))
-    return 0;
   size_t e = from->elem;
-  if (e != 1 && e != 2 && e != 4 && e != 8)
+  if (src_device < 0 || dst_device < 0 || (e != 1 && e != 2 && e != 4 && e != 8) ||
+      !dst_reads_src(dst_device, src_device))
     return 0;
   box_copy c;
   c.nx = box->hi[0] - box->lo[0];
@@ -104,12 +127,13 @@ static int copy_by_kernel(const ts_box *box, uint32_t mask, const ts_halo_field 
   return 1;
 }
 
-/* Field f of a box by one 2D copy per masked component and layer. */
+/* Field f of a box by one 2D copy per masked component and layer (any memory the runtime can
+ * copy: the stream is the destination's, or device 0's for host memory). */
 static void copy_by_layers(const ts_box *box, uint32_t mask, const ts_halo_field *from,
                            const ts_halo_field *to, int dst_device) {
   size_t e = from->elem, width = (size_t)(box->hi[0] - box->lo[0]) * e;
   int64_t so = first_cell(box, from), dof = first_cell(box, to);
-  cudaStream_t stream = halo_stream_of(dst_device);
+  cudaStream_t stream = halo_stream_of(dst_device >= 0 ? dst_device : 0);
   for (int z = 0; z < box->hi[2] - box->lo[2]; z++)
     for (int k = 0; k < from->ncomp; k++)
       if (mask >> k & 1u) {
