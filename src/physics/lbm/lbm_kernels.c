@@ -1,17 +1,22 @@
 /* CPU loops of the lattice Boltzmann step on one part, compiled once per lattice and storage:
- * LBM_Q (9 or 19), LBM_FP16 (0: float populations, 1: _Float16) and LBM_KERNELS (the table's
+ * LBM_Q (9 or 19), LBM_FP16 (0: float populations, 1: binary16) and LBM_KERNELS (the table's
  * name). Even and odd steps of the AA pattern (lbm_internal.h) over the part's owned nodes, in
  * parallel over rows: each population slot is read and written by one node only, so the update
  * in place has no race. The cell numerics are lbm_cell.h's. */
+#include <stdint.h>
 #include <stdlib.h>
 
+#include "core/half.h"
+
 #if LBM_FP16
-typedef _Float16 lbm_store;
+typedef uint16_t lbm_store; /* IEEE binary16 bits, converted by core/half.h (vectorised) */
+#define LBM_LOAD(x) ts_half_to_float(x)
+#define LBM_STORE(x) ts_float_to_half(x)
 #else
 typedef float lbm_store;
+#define LBM_LOAD(x) (x)
+#define LBM_STORE(x) (x)
 #endif
-#define LBM_LOAD(x) ((float)(x))
-#define LBM_STORE(x) ((lbm_store)(x))
 
 #include "physics/lbm/lbm_node.h"
 
