@@ -25,6 +25,8 @@ if ldd "$T" | grep 'not found'; then
   exit 1
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv
+gpus=$(nvidia-smi -L | wc -l)
+devs=$(seq -s, 0 $((gpus - 1)))
 "$T" info
 git -C "$root" log -1 --format='commit %h %s' 2>/dev/null || true
 
@@ -43,8 +45,6 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     # Several GPUs: weak scaling with 8192^2 cells per GPU, strong scaling on 16384^2 and
     # 4096^2, in one process (halos copied between the devices) and with one MPI rank per GPU
     # (halos through the chosen transport: NCCL where built in).
-    gpus=$(nvidia-smi -L | wc -l)
-    devs=$(seq -s, 0 $((gpus - 1)))
     if [ "$gpus" -ge 2 ]; then
       for mode in threads mpi; do
         "$T" bench swe --backend cuda --devices "$devs" --mode $mode --weak --size 8192 \
@@ -89,7 +89,6 @@ fi
 # rank per GPU, rows (1D) and tiles (2D). Lattice Boltzmann D3Q19, fp32 and fp16: weak (256^3
 # per GPU) and strong (256^3), 1D (bands along z), 2D and 3D tiles, one process and one rank per
 # GPU. Two commands, so that each stays within a device call's time limit.
-gpus=$(nvidia-smi -L | wc -l)
 counts=""
 for k in 2 4 8; do [ "$k" -le "$gpus" ] && counts="$counts $k"; done
 if [ "$what" = scaling-swe ]; then
