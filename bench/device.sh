@@ -41,6 +41,12 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       "$T" bench swe --backend cuda --size $n --steps 50 --json "$out/bench_cuda_$n.json"
     done
     "$T" bench swe --backend cuda --size 8192 --steps 20 --precision double
+    # the two engines of stage kernels on the same sizes (auto picks rows from 2048^2 up)
+    for kern in tiles rows; do
+      for n in 1024 2048 4096; do
+        "$T" bench swe --backend cuda --size $n --steps 50 --gpu-kernels $kern
+      done
+    done
     "$T" bench swe --backend cpu --size 2048 --steps 5
     # Several GPUs: weak scaling with 8192^2 cells per GPU, strong scaling on 16384^2 and
     # 4096^2, in one process (halos copied between the devices) and with one MPI rank per GPU

@@ -26,7 +26,8 @@ static const char usage[] =
     "                         [--subdomains S] [--ranks R] [--decomposition "
     "auto|rows|columns|tiles]\n"
     "                         [--ghost-expansion K] [--backend cpu|cuda] [--devices 0,1]\n"
-    "                         [--transport auto|host|cuda-mpi|nccl]\n"
+    "                         [--transport auto|host|cuda-mpi|nccl] [--gpu-kernels "
+    "auto|tiles|rows]\n"
     "                         [--weak|--strong [--mode threads|mpi]]\n"
     "       tessera bench lbm [--lattice D2Q9|D3Q19] [--storage fp32|fp16] [--collision srt|trt]\n"
     "                         [--size N] [--steps S] [--subdomains S] [--json FILE]\n"
@@ -48,6 +49,8 @@ static const char usage[] =
     "            --mode threads | mpi     the GPUs in one process, or one MPI rank per GPU\n"
     "            --transport T            halos between GPU ranks (default auto: NCCL, else\n"
     "                                     CUDA-aware MPI, else staged through the host)\n"
+    "            --gpu-kernels K          CUDA stage kernels (default auto: rows on large\n"
+    "                                     subdomains, tiles on small ones; same results)\n"
     "          bench lbm: an N^3 (D3Q19) or N^2 (D2Q9) box, periodic along x and y; prints MLUPs\n"
     "          and the fraction of the memory-bandwidth roofline (2 x Q populations + 1 B per "
     "cell\n"
@@ -67,6 +70,14 @@ static int fail(ts_status st) {
   else if (st != TS_ERR_PEER)
     fprintf(stderr, "tessera: %s\n", ts_error_message());
   return st == TS_ERR_INPUT ? 2 : 1;
+}
+
+/* The position of v among n names, or -1. */
+static int name_index(const char *v, const char *const *names, int n) {
+  for (int k = 0; k < n; k++)
+    if (strcmp(v, names[k]) == 0)
+      return k;
+  return -1;
 }
 
 static int usage_error(const char *msg, const char *arg) {
@@ -386,10 +397,7 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
       par.ghost_expansion = (int)x;
     } else if (strcmp(a, "--decomposition") == 0) {
       const char *kinds[] = {"auto", "rows", "columns", "tiles"};
-      int found = -1;
-      for (int k = 0; k < 4; k++)
-        if (strcmp(v, kinds[k]) == 0)
-          found = k;
+      int found = name_index(v, kinds, 4);
       if (found < 0)
         return usage_error("--decomposition must be auto, rows, columns or tiles", v);
       par.decomposition = (ts_decomp_kind)found;
@@ -418,6 +426,12 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
     } else if (strcmp(a, "--transport") == 0) {
       if (!ts_transport_parse(v, &par.transport))
         return usage_error("--transport must be auto, host, cuda-mpi or nccl", v);
+    } else if (strcmp(a, "--gpu-kernels") == 0) {
+      const char *kinds[] = {"auto", "tiles", "rows"};
+      int found = name_index(v, kinds, 3);
+      if (found < 0)
+        return usage_error("--gpu-kernels must be auto, tiles or rows", v);
+      par.kernels = (ts_swe_gpu_kernels)found;
     } else if (strcmp(a, "--mode") == 0) {
       if (strcmp(v, "threads") && strcmp(v, "mpi"))
         return usage_error("--mode must be threads or mpi", v);

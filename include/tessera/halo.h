@@ -113,6 +113,8 @@ ts_status ts_halo_set_transport(ts_halo_plan *p, const ts_halo_transport *t);
 ts_halo_times ts_halo_times_of(const ts_halo_plan *p, int s);
 /* Cells this rank receives per exchange from other ranks and from its own subdomains. */
 void ts_halo_volume(const ts_halo_plan *p, int64_t *remote_cells, int64_t *local_cells);
+/* Whether an exchange of the plan moves anything on this rank (sends, receives or copies). */
+int ts_halo_moves(const ts_halo_plan *p);
 
 #ifdef __cplusplus
 }

@@ -46,6 +46,13 @@ typedef enum ts_backend { TS_BACKEND_CPU = 0, TS_BACKEND_CUDA, TS_BACKEND_AUTO }
 
 #define TS_MAX_DEVICES 64
 
+/* The CUDA backend's stage kernels. Tiles: a block per tile of cells in shared memory, the
+ * faster one on small or mostly dry parts. Rows: a warp marches up a strip of columns with the
+ * cells in registers, the faster one on large parts. Auto takes rows for regions of at least
+ * TS_SWE_ROWS_MIN_CELLS cells. */
+typedef enum { TS_SWE_GPU_AUTO = 0, TS_SWE_GPU_TILES, TS_SWE_GPU_ROWS } ts_swe_gpu_kernels;
+#define TS_SWE_ROWS_MIN_CELLS (1 << 22)
+
 /* How the grid is split and the halo exchanged, and where it runs. */
 typedef struct ts_swe_parallel {
   ts_backend backend;           /* cpu (default), cuda, or auto (cuda when a GPU is there) */
@@ -57,6 +64,7 @@ typedef struct ts_swe_parallel {
   int ghost_expansion;          /* steps between halo exchanges, 1..8; 0: auto; default 1 */
   int overlap;                  /* exchange behind interior computation, default 1 */
   ts_transport_kind transport;  /* halos between GPU ranks: auto (default), host, cuda-mpi, nccl */
+  ts_swe_gpu_kernels kernels;   /* CUDA stage kernels (same results), default auto */
 } ts_swe_parallel;
 
 typedef struct ts_swe_params {

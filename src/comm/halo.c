@@ -382,6 +382,8 @@ void ts_halo_set_copier(ts_halo_plan *p, ts_halo_copier copy) { p->copier = copy
 
 ts_halo_times ts_halo_times_of(const ts_halo_plan *p, int s) { return p->times[s]; }
 
+int ts_halo_moves(const ts_halo_plan *p) { return p->nlocal + p->nsends + p->nrecvs > 0; }
+
 void ts_halo_volume(const ts_halo_plan *p, int64_t *remote_cells, int64_t *local_cells) {
   *remote_cells = *local_cells = 0;
   for (int k = 0; k < p->nrecvs; k++)

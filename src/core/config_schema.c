@@ -122,6 +122,9 @@ static const ts_config_key schema[] = {
     {"parallel", "transport", "", "auto",
      "halos between MPI ranks on GPUs: auto (nccl, else cuda-mpi, else host), host, cuda-mpi, "
      "nccl"},
+    {"parallel", "gpu_kernels", "", "auto",
+     "CUDA stage kernels of shallow water: auto (rows on subdomains of 4 Mi cells or more, else "
+     "tiles), tiles, rows; same results"},
     {"output", "png_depth_max", "m", "0",
      "top of the PNG colour bar (0: the largest depth at t = 0, or 1 m if dry)"},
 };

@@ -12,6 +12,8 @@
  * - GPU subdomains (rows, columns, tiles; ghost expansion 1 and 2; overlap on and off; a
  *   boundary moved mid-run) and the GPU without early exit (skipping dry tiles) against one GPU
  *   subdomain: bit for bit.
+ * All GPU checks run with each engine of stage kernels (tiles and rows), and the two engines
+ * must agree bit for bit.
  * Exits 77 (skipped) when no GPU is there. */
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +36,7 @@ typedef struct run_result {
 static int early_exit = 1; /* of the next run */
 static int move_step = 0;  /* of the next run: after this step, subdomain 0 takes 9 cells of 1 */
 static int rk_order = 2;   /* of the next run */
+static ts_swe_gpu_kernels gpu_kernels; /* of the next run */
 
 static int run(ts_precision prec, ts_backend backend, const ts_swe_parallel *split, int steps,
                run_result *out) {
@@ -57,6 +60,7 @@ static int run(ts_precision prec, ts_backend backend, const ts_swe_parallel *spl
   p.bc[TS_SOUTH] = (ts_swe_bc){.type = TS_BC_LEVEL, .level = 1.0};
   p.parallel = *split;
   p.parallel.backend = backend;
+  p.parallel.kernels = gpu_kernels;
   p.early_exit = early_exit;
   p.rk_order = rk_order;
   p.tile_size = 16;
@@ -106,11 +110,15 @@ int main(void) {
     printf("no GPU: skipped\n");
     return 77;
   }
-  static run_result cpu, gpu, split;
+  static run_result cpu, gpu, split, tiles_gpu[2];
   ts_precision precs[2] = {TS_FLOAT, TS_DOUBLE};
   double tol[2] = {1e-4, 1e-4}, tol_q1[2] = {1e-7, 1e-15};
-  for (int pi = 0; pi < 2; pi++) {
-    const char *name = ts_precision_name(precs[pi]);
+  for (int run_no = 0; run_no < 4; run_no++) {
+    int pi = run_no % 2, rows_engine = run_no / 2;
+    gpu_kernels = rows_engine ? TS_SWE_GPU_ROWS : TS_SWE_GPU_TILES;
+    char name[32];
+    snprintf(name, sizeof name, "%s %s", ts_precision_name(precs[pi]),
+             rows_engine ? "rows" : "tiles");
     ts_swe_parallel one = {.subdomains = 1, .ghost_expansion = 1, .overlap = 1};
     /* How the difference grows: after 1, 2, 5 and 20 steps; after 1 step it is checked. */
     int early[4] = {1, 2, 5, 20};
@@ -144,6 +152,14 @@ int main(void) {
           "%s GPU vs CPU after %d steps (t = %.3f s, %d wet cells): max |dh| = %.3g m, max "
           "|dq| = %.3g m2/s, %ld values differ in any bit (tolerance %.0e m)",
           name, STEPS, gpu.t, wet, dh, dq, differ, tol[pi]);
+    if (!rows_engine) {
+      tiles_gpu[pi] = gpu;
+    } else {
+      long d_engines = differing(&tiles_gpu[pi], &gpu);
+      CHECK(d_engines == 0 && tiles_gpu[pi].t == gpu.t,
+            "%s GPU row engine after %d steps: %ld values differ from the tile engine", name, STEPS,
+            d_engines);
+    }
     early_exit = 0;
     if (run(precs[pi], TS_BACKEND_CUDA, &one, STEPS, &split))
       return 1;

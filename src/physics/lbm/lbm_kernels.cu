@@ -204,6 +204,8 @@ static void bulk_in(lbm_part *p, const lbm_model *m, int odd, const ts_box *b) {
  * LBM_BORDER the owned box less `inner`, as up to six slabs): bulk nodes box by box, then the
  * listed edge nodes. */
 static void launch_step(lbm_part *p, const lbm_consts *k, int odd, const ts_box *inner, int which) {
+  if (which == LBM_BORDER && volume(inner) == volume(&p->own))
+    return; /* no border: the inner box is the part */
   lbm_gpu *g = use(p);
   lbm_model m = lbm_model_of(k);
   ts_box boxes[6];

@@ -334,6 +334,10 @@ static ts_status read_parallel(swe_case *k) {
   int transport;
   TS_CALL(ts_config_choice(k->cfg, "parallel", "transport", 0, transports, &transport));
   par->transport = (ts_transport_kind)transport;
+  static const char *const kernels[] = {"auto", "tiles", "rows", NULL};
+  int gpu_kernels;
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "gpu_kernels", 0, kernels, &gpu_kernels));
+  par->kernels = (ts_swe_gpu_kernels)gpu_kernels;
   /* The split must be possible on this grid and give every rank a subdomain. */
   int ranks = ts_comm_size(k->comm), count = par->subdomains ? par->subdomains : ranks;
   const char *key =

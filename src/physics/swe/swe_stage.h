@@ -80,6 +80,30 @@ TS_HD static inline void swe_cell_velocity(const swe_arrays *a, const swe_consts
   a->char_speed[c] = h > 0 ? SWE_SQRT(u * u + v * v) + SWE_R(2) * SWE_SQRT(k->g * h) : SWE_R(0);
 }
 
+/* Reconstructs a cell (index 1 of the arrays) from its values and those of its two neighbours
+ * along an axis: activity, surface, bed, normal and tangential discharges and velocities. An
+ * inactive neighbour acts as a mirror of the cell (a wall): the cell's values with the normal
+ * components reversed. */
+TS_HD static inline void swe_reconstruct_mirrored(const int act[3], const ts_real w[3],
+                                                  const ts_real bed[3], const ts_real qn[3],
+                                                  const ts_real qt[3], const ts_real un[3],
+                                                  const ts_real ut[3], const swe_consts *k,
+                                                  ts_real face_lo, ts_real face_hi, swe_side *lo,
+                                                  swe_side *hi) {
+  ts_real wv[3], h[3], qnv[3], qtv[3], u[3], v[3];
+  for (int n3 = 0; n3 < 3; n3++) {
+    int own = n3 == 1 || act[n3];
+    ts_real sign = own ? SWE_R(1) : SWE_R(-1);
+    wv[n3] = own ? w[n3] : w[1];
+    h[n3] = swe_max(SWE_R(0), wv[n3] - (own ? bed[n3] : bed[1]));
+    qnv[n3] = sign * (own ? qn[n3] : qn[1]);
+    qtv[n3] = own ? qt[n3] : qt[1];
+    u[n3] = sign * (own ? un[n3] : un[1]);
+    v[n3] = own ? ut[n3] : ut[1];
+  }
+  swe_reconstruct(wv, h, qnv, qtv, u, v, face_lo, face_hi, k->theta, k->kappa, lo, hi);
+}
+
 /* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y), whose faces
  * have the beds face_lo and face_hi. Inactive neighbours act as mirrors of the cell (walls). */
 TS_HD static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_consts *k, swe_idx c,
@@ -87,25 +111,28 @@ TS_HD static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_con
                                               ts_real face_hi, swe_side *lo, swe_side *hi) {
   const ts_real *qn_a = x_axis ? a->hu : a->hv, *qt_a = x_axis ? a->hv : a->hu;
   const ts_real *un_a = x_axis ? a->u : a->v, *ut_a = x_axis ? a->v : a->u;
-  ts_real wv[3], h[3], qn[3], qt[3], u[3], v[3];
+  int act[3];
+  ts_real w[3], bed[3], qn[3], qt[3], un[3], ut[3];
   for (int n3 = 0; n3 < 3; n3++) {
     swe_idx cell = c + (n3 - 1) * step;
-    swe_idx n = a->active[cell] ? cell : c;
-    ts_real sign = n == cell ? SWE_R(1) : SWE_R(-1);
-    wv[n3] = a->w[n];
-    h[n3] = swe_max(SWE_R(0), a->w[n] - a->bed[n]);
-    qn[n3] = sign * qn_a[n];
-    qt[n3] = qt_a[n];
-    u[n3] = sign * un_a[n];
-    v[n3] = ut_a[n];
+    act[n3] = a->active[cell];
+    w[n3] = a->w[cell];
+    bed[n3] = a->bed[cell];
+    qn[n3] = qn_a[cell];
+    qt[n3] = qt_a[cell];
+    un[n3] = un_a[cell];
+    ut[n3] = ut_a[cell];
   }
-  swe_reconstruct(wv, h, qn, qt, u, v, face_lo, face_hi, k->theta, k->kappa, lo, hi);
+  swe_reconstruct_mirrored(act, w, bed, qn, qt, un, ut, k, face_lo, face_hi, lo, hi);
 }
 
-/* Bed of the face between cell c and c + step: the mean of its two corners. */
+/* Bed of a face from the beds of its two corners: their mean. */
+TS_HD static inline ts_real swe_corner_mean(ts_real a, ts_real b) { return SWE_R(0.5) * (a + b); }
+
+/* Bed of the face between cell c and c + step. */
 TS_HD static inline ts_real swe_face_bed(const swe_arrays *a, swe_idx c, swe_idx step,
                                          swe_idx corner_step) {
-  return SWE_R(0.5) * (a->corner[c + step] + a->corner[c + step + corner_step]);
+  return swe_corner_mean(a->corner[c + step], a->corner[c + step + corner_step]);
 }
 
 /* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
