@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Per-opcode profile of the shallow-water kernels on a GPU machine (Nsight Compute source view):
-# executed warp instructions per cell and stall share of each SASS opcode, for the kernels that
-# match $1 (default: k_fluxes and k_stage) in a 2048^2 float benchmark. Same setup as device.sh.
+# executed warp instructions per cell and stall share of each SASS opcode, for the kernels named
+# in $1 (NAME or NAME:SKIP, the launch after SKIP launches of that name; default: the row
+# engine's two, k_rows:0 and k_rows:1) in a 2048^2 float benchmark. Same setup as device.sh.
 set -u
 root=$(pwd)
 out=${OUT:-$root/device-out}
@@ -9,11 +10,13 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 T=$root/build-gpu/apps/tessera/tessera
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-for k in ${1:-k_fluxes k_stage}; do
-  "$ncu" --kernel-name "$k" --launch-count 1 --section SourceCounters --page source \
-    --print-source sass --csv "$T" bench swe --backend cuda --size 2048 --steps 1 \
-    >"$out/source_$k.csv" 2>/dev/null
-  python3 - "$out/source_$k.csv" "$k" <<'PY'
+for entry in ${1:-k_rows:0 k_rows:1}; do
+  k=${entry%%:*} skip=0
+  [ "$k" != "$entry" ] && skip=${entry#*:}
+  "$ncu" --kernel-name "regex:$k" --launch-skip "$skip" --launch-count 1 --section SourceCounters \
+    --page source --print-source sass --csv "$T" bench swe --backend cuda --size 2048 --steps 1 \
+    >"$out/source_${k}_$skip.csv" 2>/dev/null
+  python3 - "$out/source_${k}_$skip.csv" "$entry" <<'PY'
 import csv, collections, sys
 lines = open(sys.argv[1]).read().splitlines()
 start = [i for i, l in enumerate(lines) if l.startswith('"Address"')][0]
