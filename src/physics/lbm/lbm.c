@@ -247,15 +247,9 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
     p->lo[a] = a < s->dim ? p->own.lo[a] - 1 : 0;
     p->len[a] = a < s->dim ? p->own.hi[a] - p->own.lo[a] + 2 : 1;
   }
-  /* Each population's plane starts 256 bytes (64 fp32 or 128 fp16 populations) after the
-   * previous one: a warp's 32 consecutive nodes of a slot lie in whole 32-byte sectors (an
-   * unaligned plane costs every warp access of most slots one sector more). The nodes past
-   * the box are never read. */
-  int64_t nodes = (int64_t)p->len[0] * p->len[1] * p->len[2];
-  int64_t align = 256 / (int64_t)s->k->elem;
-  p->plane = (nodes + align - 1) / align * align;
+  p->plane = (int64_t)p->len[0] * p->len[1] * p->len[2];
   p->f = calloc((size_t)p->plane * (size_t)s->k->q, s->k->elem);
-  p->type = calloc((size_t)p->plane, 1);
+  p->type = malloc((size_t)p->plane);
   if (!p->f || !p->type)
     return ts_error(TS_ERR_NOMEM, "lbm: out of memory for a subdomain of %lld nodes",
                     (long long)p->plane);

@@ -58,7 +58,7 @@ typedef struct lbm_part {
   ts_box own;    /* owned nodes, global node coordinates */
   int lo[3];     /* global node coordinates of local node (0, 0, 0) */
   int len[3];    /* local nodes per axis */
-  int64_t plane; /* elements of a population's array: the local nodes, rounded up (lbm.c) */
+  int64_t plane; /* nodes of the local array */
   void *f;       /* LBM_Q planes of populations (deviation from the weights) */
   unsigned char *type;
   float *u_prev; /* velocities at the last ts_lbm_change, 3 per local node */
