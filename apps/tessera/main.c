@@ -50,7 +50,7 @@ static const char usage[] =
     "            --transport T            halos between GPU ranks (default auto: NCCL, else\n"
     "                                     CUDA-aware MPI, else staged through the host)\n"
     "            --gpu-kernels K          CUDA stage kernels (default auto: rows on large\n"
-    "                                     subdomains, tiles on small ones; same results)\n"
+    "                                     wet subdomains, else tiles; same results)\n"
     "          bench lbm: an N^3 (D3Q19) or N^2 (D2Q9) box, periodic along x and y; prints MLUPs\n"
     "          and the fraction of the memory-bandwidth roofline (2 x Q populations + 1 B per "
     "cell\n"
@@ -152,6 +152,7 @@ static ts_status bench_case(int n, ts_precision precision, const ts_swe_parallel
   p.friction = TS_FRICTION_MANNING;
   p.friction_value = 0.03;
   p.parallel = *par;
+  p.early_exit = -1; /* auto: off, as every tile is wet */
   st = ts_swe_create(out, &p, &bed, &h0, NULL, NULL, NULL);
   ts_raster_free(&bed);
   ts_raster_free(&h0);

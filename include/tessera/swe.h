@@ -47,9 +47,10 @@ typedef enum ts_backend { TS_BACKEND_CPU = 0, TS_BACKEND_CUDA, TS_BACKEND_AUTO }
 #define TS_MAX_DEVICES 64
 
 /* The CUDA backend's stage kernels. Tiles: a block per tile of cells in shared memory, the
- * faster one on small or mostly dry parts. Rows: a warp marches up a strip of columns with the
- * cells in registers, the faster one on large parts. Auto takes rows for regions of at least
- * TS_SWE_ROWS_MIN_CELLS cells. */
+ * faster one on small or partly dry parts. Rows: a warp marches up a strip of columns with the
+ * cells in registers, the faster one on large wet parts. Auto takes rows for regions of at least
+ * TS_SWE_ROWS_MIN_CELLS cells of a part that does not skip dry tiles (early exit off, or auto
+ * on a grid that is wet almost everywhere). */
 typedef enum { TS_SWE_GPU_AUTO = 0, TS_SWE_GPU_TILES, TS_SWE_GPU_ROWS } ts_swe_gpu_kernels;
 #define TS_SWE_ROWS_MIN_CELLS (1 << 22)
 

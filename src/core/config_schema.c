@@ -123,8 +123,8 @@ static const ts_config_key schema[] = {
      "halos between MPI ranks on GPUs: auto (nccl, else cuda-mpi, else host), host, cuda-mpi, "
      "nccl"},
     {"parallel", "gpu_kernels", "", "auto",
-     "CUDA stage kernels of shallow water: auto (rows on subdomains of 4 Mi cells or more, else "
-     "tiles), tiles, rows; same results"},
+     "CUDA stage kernels of shallow water: auto (rows on subdomains of 4 Mi cells or more when "
+     "early_exit is off or auto on a wet grid, else tiles), tiles, rows; same results"},
     {"output", "png_depth_max", "m", "0",
      "top of the PNG colour bar (0: the largest depth at t = 0, or 1 m if dry)"},
 };

@@ -998,7 +998,9 @@ static __global__ void __launch_bounds__(32 * ROW_WARPS, ROW_MIN_BLOCKS)
 static int use_rows(const swe_part *s, swe_region r) {
   if (s->p->parallel.kernels != TS_SWE_GPU_AUTO)
     return s->p->parallel.kernels == TS_SWE_GPU_ROWS;
-  return (int64_t)(r.i1 - r.i0) * (r.j1 - r.j0) >= TS_SWE_ROWS_MIN_CELLS;
+  /* A part that skips dry tiles may have few wet ones, whose few warps would march their rows
+   * with too little latency hidden (Malpasset: 11.4 s on rows against 7.4 s on tiles). */
+  return !s->early_exit && (int64_t)(r.i1 - r.i0) * (r.j1 - r.j0) >= TS_SWE_ROWS_MIN_CELLS;
 }
 
 /* Blocks of k_rows over region r, and the rows per warp: the most (128 to 16) that still give
