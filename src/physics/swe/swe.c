@@ -397,9 +397,7 @@ int64_t ts_swe_active_cells(const ts_swe *s) { return s->active_cells; }
 const ts_decomp *ts_swe_decomp(const ts_swe *s) { return &s->decomp; }
 int ts_swe_ranks(const ts_swe *s) { return s->nranks; }
 int ts_swe_ghost_expansion(const ts_swe *s) { return s->ghost_expansion; }
-int ts_swe_early_exit(const ts_swe *s) {
-  return s->early_exit != 0 && s->backend == TS_BACKEND_CPU;
-}
+int ts_swe_early_exit(const ts_swe *s) { return s->early_exit > 0; }
 ts_backend ts_swe_backend(const ts_swe *s) { return s->backend; }
 
 const char *ts_swe_transport(const ts_swe *s) { return s->transport; }
