@@ -147,6 +147,8 @@ int main(void) {
          "--set parallel.ghost_expansion", "[1, 8]");
   expect("early exit choice", "case.ini --set parallel.early_exit=sometimes", 2,
          "--set parallel.early_exit", "auto");
+  expect("gpu kernels choice", "case.ini --set parallel.gpu_kernels=row", 2,
+         "--set parallel.gpu_kernels", "tiles");
   write_grid("n.asc", 8, 6, "0.03", "-1");
   expect("negative friction grid", "case.ini --set swe.manning=n.asc", 2,
          "n.asc:9:", "negative friction");

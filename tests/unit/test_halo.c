@@ -138,6 +138,12 @@ int main(void) {
   int64_t remote, local;
   ts_halo_volume(plan, &remote, &local);
   CHECK(remote == 0 && local > 0, "one process: %lld cells copied directly", (long long)local);
+  CHECK(ts_halo_moves(plan), "a plan between neighbours moves cells");
+  ts_halo_plan_destroy(plan);
+  ts_halo_spec alone = spec;
+  alone.nsub = 1;
+  CHECK(ts_halo_plan_create(&plan, ts_comm_world(), &alone) == TS_OK && !ts_halo_moves(plan),
+        "one subdomain: the plan moves nothing");
   ts_halo_plan_destroy(plan);
 
   /* Migration: move the face between subdomains 0 and 1 (neighbours along x) by 2 cells. */
