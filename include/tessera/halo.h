@@ -1,11 +1,11 @@
 /* The halo exchange engine, generic over modules: a subdomain describes each of its fields
  * (components, element size, layout, and which components cross which face); a plan lists the
  * boxes of cells each subdomain receives from each other one (faces, edges and corners alike,
- * from box intersections), and moves them with one message per pair of subdomains carrying all
- * fields. Subdomains of one process copy directly; others use MPI persistent requests with
- * contiguous pack buffers, or a transport for fields in GPU memory (NCCL, CUDA-aware MPI,
- * staged through the host). Start and finish are split so computation overlaps the transfer.
- * The same plan, built from old and new boxes, migrates cells when boundaries move. */
+ * from box intersections, across periodic boundaries too), and moves them with one message per pair
+ * of subdomains carrying all fields. Subdomains of one process copy directly; others use MPI
+ * persistent requests with contiguous pack buffers, or a transport for fields in GPU memory (NCCL,
+ * CUDA-aware MPI, staged through the host). Start and finish are split so computation overlaps the
+ * transfer. The same plan, built from old and new boxes, migrates cells when boundaries move. */
 #ifndef TESSERA_HALO_H
 #define TESSERA_HALO_H
 
@@ -54,6 +54,11 @@ typedef struct ts_halo_spec {
    * back to their owners, such as populations pushed across a face (lattice Boltzmann). */
   const ts_box *src_owned;
   int include_self; /* also move src[s] ∩ dst[s] (when migrating between layouts) */
+  /* Per axis, the period of a periodic domain in cells (0: not periodic): a cell at x + period
+   * is the cell at x, so src[s] shifted by -period, 0 and +period along such axes feeds dst[d]
+   * (a box is kept in the receiver's coordinates; the sender reads it period cells away). A
+   * subdomain feeds itself only through a shift. */
+  int period[3];
   int nfields;
   const ts_halo_field *layout; /* nfields entries: ncomp, elem and dir_mask (pointers unused) */
 } ts_halo_spec;

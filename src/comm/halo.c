@@ -12,7 +12,8 @@
 
 typedef struct halo_xfer {
   int src, dst; /* subdomains */
-  ts_box box;
+  ts_box box;   /* the receiver's cells */
+  int shift[3]; /* the sender's cells are box - shift (periodic axes) */
   int dir;
   size_t bytes;  /* packed size (all fields) */
   size_t offset; /* in the send or receive buffer */
@@ -61,6 +62,31 @@ static size_t xfer_bytes(const ts_halo_plan *p, const ts_box *box, int dir) {
   return bytes;
 }
 
+/* Box b moved by shift (sign -1: back). */
+static ts_box shifted_box(const ts_box *b, const int shift[3], int sign) {
+  ts_box r = *b;
+  for (int a = 0; a < 3; a++) {
+    r.lo[a] += sign * shift[a];
+    r.hi[a] += sign * shift[a];
+  }
+  return r;
+}
+
+/* The sending subdomain's fields of a transfer as seen in the receiver's coordinates (their
+ * origin moved by the transfer's shift), in out (nfields entries); the fields themselves where
+ * there is no shift. */
+static const ts_halo_field *source_fields(const halo_xfer *x, int nfields,
+                                          const ts_halo_field *fields, ts_halo_field out[8]) {
+  if (!x->shift[0] && !x->shift[1] && !x->shift[2])
+    return fields;
+  for (int f = 0; f < nfields; f++) {
+    out[f] = fields[f];
+    for (int a = 0; a < 3; a++)
+      out[f].lo[a] += x->shift[a];
+  }
+  return out;
+}
+
 static int append(halo_xfer **list, int *n, halo_xfer x) {
   halo_xfer *l = realloc(*list, sizeof *l * (size_t)(*n + 1));
   if (!l)
@@ -90,33 +116,47 @@ ts_status ts_halo_plan_create(ts_halo_plan **out, const ts_comm *c, const ts_hal
   size_t send_bytes = 0, recv_bytes = 0;
   /* Ordered by (receiver, sender) on every rank, so the messages between two ranks are posted
    * in the same order at both ends (MPI keeps that order for one tag). */
+  int shifts = 1; /* combinations of -period, 0, +period over the periodic axes */
+  for (int a = 0; a < 3; a++)
+    shifts *= spec->period[a] > 0 ? 3 : 1;
   for (int d = 0; d < spec->nsub && ok; d++) {
     for (int s = 0; s < spec->nsub && ok; s++) {
-      if (s == d && !spec->include_self)
-        continue;
       int rs = spec->sub_rank[s], rd = spec->sub_rank[d];
       if (rs != p->rank && rd != p->rank)
         continue;
-      halo_xfer x = {.src = s, .dst = d};
-      if (!ts_box_intersect(&spec->src[s], &spec->dst[d], &x.box))
-        continue;
-      if (spec->src_owned)
-        x.dir = box_dir(&x.box, &spec->src_owned[s]);
-      else
-        x.dir = box_dir(&x.box, spec->dst_owned ? &spec->dst_owned[d] : &spec->dst[d]);
-      x.bytes = xfer_bytes(p, &x.box, x.dir);
-      if (x.bytes == 0)
-        continue;
-      if (rs == rd) {
-        ok = append(&p->local, &p->nlocal, x);
-      } else if (rs == p->rank) {
-        x.offset = send_bytes;
-        send_bytes += x.bytes;
-        ok = append(&p->sends, &p->nsends, x);
-      } else {
-        x.offset = recv_bytes;
-        recv_bytes += x.bytes;
-        ok = append(&p->recvs, &p->nrecvs, x);
+      for (int k = 0; k < shifts && ok; k++) {
+        halo_xfer x = {.src = s, .dst = d};
+        for (int a = 0, rest = k; a < 3; a++)
+          if (spec->period[a] > 0) {
+            x.shift[a] = (rest % 3 - 1) * spec->period[a];
+            rest /= 3;
+          }
+        int unshifted = !x.shift[0] && !x.shift[1] && !x.shift[2];
+        if (s == d && unshifted && !spec->include_self)
+          continue;
+        ts_box from = shifted_box(&spec->src[s], x.shift, 1);
+        if (!ts_box_intersect(&from, &spec->dst[d], &x.box))
+          continue;
+        if (spec->src_owned) {
+          ts_box seen = shifted_box(&x.box, x.shift, -1); /* in the sender's coordinates */
+          x.dir = box_dir(&seen, &spec->src_owned[s]);
+        } else {
+          x.dir = box_dir(&x.box, spec->dst_owned ? &spec->dst_owned[d] : &spec->dst[d]);
+        }
+        x.bytes = xfer_bytes(p, &x.box, x.dir);
+        if (x.bytes == 0)
+          continue;
+        if (rs == rd) {
+          ok = append(&p->local, &p->nlocal, x);
+        } else if (rs == p->rank) {
+          x.offset = send_bytes;
+          send_bytes += x.bytes;
+          ok = append(&p->sends, &p->nsends, x);
+        } else {
+          x.offset = recv_bytes;
+          recv_bytes += x.bytes;
+          ok = append(&p->recvs, &p->nrecvs, x);
+        }
       }
     }
   }
@@ -234,11 +274,13 @@ static void transport_moves(const ts_halo_plan *p, const halo_xfer *list, int n,
                             const ts_halo_field *fields, char *buf, int pack) {
   int nf = p->nfields;
   uint32_t masks[8];
+  ts_halo_field moved[8];
   for (int k = 0; k < n; k++) {
     const halo_xfer *x = &list[k];
     for (int f = 0; f < nf; f++)
       masks[f] = comp_mask(&p->layout[f], x->dir);
-    p->transport->move(&x->box, nf, masks, fields + (size_t)(pack ? x->src : x->dst) * nf,
+    const ts_halo_field *own = fields + (size_t)(pack ? x->src : x->dst) * nf;
+    p->transport->move(&x->box, nf, masks, pack ? source_fields(x, nf, own, moved) : own,
                        buf + x->offset, pack);
   }
 }
@@ -311,13 +353,15 @@ ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo
   for (int k = 0; k < p->nlocal; k++) {
     halo_xfer *x = &p->local[k];
     double t0 = omp_get_wtime();
+    ts_halo_field moved[8];
+    const ts_halo_field *from = source_fields(x, nf, src + (size_t)x->src * nf, moved);
     if (p->copier) {
       uint32_t masks[8];
       for (int f = 0; f < nf; f++)
         masks[f] = comp_mask(&p->layout[f], x->dir);
-      p->copier(&x->box, nf, masks, src + (size_t)x->src * nf, dst + (size_t)x->dst * nf);
+      p->copier(&x->box, nf, masks, from, dst + (size_t)x->dst * nf);
     } else {
-      move_box(x, nf, src + (size_t)x->src * nf, dst + (size_t)x->dst * nf, NULL, p->layout);
+      move_box(x, nf, from, dst + (size_t)x->dst * nf, NULL, p->layout);
     }
     x->seconds = omp_get_wtime() - t0;
   }
@@ -333,7 +377,9 @@ ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo
     for (int k = 0; k < p->nsends; k++) {
       halo_xfer *x = &p->sends[k];
       double t0 = omp_get_wtime();
-      move_box(x, nf, src + (size_t)x->src * nf, NULL, p->sendbuf + x->offset, p->layout);
+      ts_halo_field moved[8];
+      move_box(x, nf, source_fields(x, nf, src + (size_t)x->src * nf, moved), NULL,
+               p->sendbuf + x->offset, p->layout);
       x->seconds = omp_get_wtime() - t0;
     }
     for (int k = 0; k < p->nsends; k++)

@@ -1,7 +1,8 @@
 /* Lattice Boltzmann decomposition invariance: every split (rows, columns, tiles, several
  * subdomains per process) gives the density and velocity of one subdomain bit for bit, after an
  * even and an odd number of steps, for D2Q9 and D3Q19, SRT and TRT, fp32 and fp16, with walls,
- * lids, obstacles crossing subdomain borders, inlets and outlets, periodic faces and a force. */
+ * lids, obstacles crossing subdomain borders, inlets and outlets, periodic faces (split or not)
+ * and a force. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,23 @@ static double *run(const ts_lbm_params *p, int subdomains, ts_decomp_kind kind, 
     return NULL;
   }
   return out;
+}
+
+/* A solid ball of radius r around the domain's corner, periodically wrapped (it reaches into
+ * every corner of the box). */
+static unsigned char *corner_ball(const int n[3], int r) {
+  unsigned char *solid = calloc((size_t)n[0] * n[1] * n[2], 1);
+  for (int k = 0; k < n[2]; k++)
+    for (int j = 0; j < n[1]; j++)
+      for (int i = 0; i < n[0]; i++) {
+        int c[3] = {i, j, k}, d2 = 0;
+        for (int a = 0; a < 3; a++) {
+          int d = c[a] < n[a] - c[a] ? c[a] : n[a] - c[a];
+          d2 += n[a] > 1 ? d * d : 0;
+        }
+        solid[i + n[0] * (j + n[1] * k)] = d2 <= r * r;
+      }
+  return solid;
 }
 
 static int64_t differing(const double *a, const double *b, int64_t n) {
@@ -118,8 +136,32 @@ int main(void) {
   p.force[0] = 1e-5;
   p.face[TS_LBM_WEST].type = p.face[TS_LBM_EAST].type = TS_LBM_PERIODIC;
   p.initial = swirl;
-  split rows[] = {{2, TS_DECOMP_ROWS, {0}}, {5, TS_DECOMP_ROWS, {0}}};
-  compare("D2Q9 periodic channel, force, Smagorinsky", &p, rows, 2);
+  split channel[] = {{2, TS_DECOMP_ROWS, {0}},
+                     {5, TS_DECOMP_ROWS, {0}},
+                     {2, TS_DECOMP_COLUMNS, {0}},
+                     {3, TS_DECOMP_COLUMNS, {0}},
+                     {4, TS_DECOMP_TILES, {2, 2}}};
+  compare("D2Q9 periodic channel, force, Smagorinsky", &p, channel, 5);
+
+  /* D2Q9 periodic along both axes, an obstacle across the periodic corner (it wraps round to
+   * the four corners), TRT: splits that cut one or both periodic axes */
+  ts_lbm_params_default(&p);
+  p.n[0] = 26, p.n[1] = 21;
+  p.tau = 0.55;
+  p.collision = TS_LBM_TRT;
+  p.force[0] = 2e-5, p.force[1] = -1e-5;
+  p.face[TS_LBM_WEST].type = p.face[TS_LBM_EAST].type = TS_LBM_PERIODIC;
+  p.face[TS_LBM_SOUTH].type = p.face[TS_LBM_NORTH].type = TS_LBM_PERIODIC;
+  unsigned char *corner = corner_ball(p.n, 4);
+  p.solid = corner;
+  p.initial = swirl;
+  split torus[] = {{2, TS_DECOMP_COLUMNS, {0}},
+                   {3, TS_DECOMP_ROWS, {0}},
+                   {4, TS_DECOMP_TILES, {2, 2}},
+                   {9, TS_DECOMP_TILES, {3, 3}},
+                   {6, TS_DECOMP_AUTO, {0}}};
+  compare("D2Q9 periodic x and y, corner obstacle, TRT", &p, torus, 5);
+  free(corner);
 
   /* D3Q19 lid-driven box with a sphere, TRT, fp32 and fp16 */
   ts_lbm_params_default(&p);
@@ -154,15 +196,52 @@ int main(void) {
   split xy[] = {{2, TS_DECOMP_COLUMNS, {0}}, {4, TS_DECOMP_TILES, {2, 2, 1}}};
   compare("D3Q19 periodic z, inlet/outlet", &p, xy, 2);
 
-  /* a split across a periodic axis is refused */
+  /* a split across the periodic axis is refused there: the inlet and outlet nodes on the
+   * periodic frame are computed nodes of their own */
   ts_lbm *s = NULL;
   p.subdomains = 2;
   p.decomposition = TS_DECOMP_TILES;
   p.parts[0] = 1, p.parts[1] = 1, p.parts[2] = 2;
   ts_status st = ts_lbm_create(&s, &p, ts_comm_world());
-  CHECK(st == TS_ERR_INPUT && strstr(ts_error_message(), "periodic z axis"),
-        "split across the periodic axis refused: %s", ts_error_message());
+  CHECK(st == TS_ERR_INPUT && strstr(ts_error_message(), "periodic z axis, whose frame meets the "
+                                                         "west inlet"),
+        "split across the periodic axis next to an inlet refused: %s", ts_error_message());
   ts_lbm_destroy(s);
+
+  /* D3Q19 lid box with the sphere, periodic along x and y: splits that cut them */
+  p.subdomains = 0;
+  p.decomposition = TS_DECOMP_AUTO;
+  p.face[TS_LBM_WEST].type = p.face[TS_LBM_EAST].type = TS_LBM_PERIODIC;
+  p.face[TS_LBM_TOP].type = TS_LBM_MOVING;
+  p.face[TS_LBM_BOTTOM].type = TS_LBM_WALL;
+  p.face[TS_LBM_SOUTH].type = p.face[TS_LBM_NORTH].type = TS_LBM_PERIODIC;
+  split cut[] = {{2, TS_DECOMP_COLUMNS, {0}},
+                 {2, TS_DECOMP_TILES, {1, 2, 1}},
+                 {4, TS_DECOMP_TILES, {2, 1, 2}},
+                 {8, TS_DECOMP_TILES, {2, 2, 2}}};
+  compare("D3Q19 lid box, sphere, periodic x and y", &p, cut, 4);
+
+  /* D3Q19 periodic along every axis (the benchmark's box) with an obstacle across the periodic
+   * corner, a force, TRT and fp16: splits that cut one, two and three periodic axes */
+  ts_lbm_params_default(&p);
+  p.lattice = TS_LBM_D3Q19;
+  p.collision = TS_LBM_TRT;
+  p.n[0] = 15, p.n[1] = 12, p.n[2] = 11;
+  p.tau = 0.57;
+  p.force[0] = 1e-5, p.force[2] = 2e-5;
+  for (int f = 0; f < 6; f++)
+    p.face[f].type = TS_LBM_PERIODIC;
+  corner = corner_ball(p.n, 3);
+  p.solid = corner;
+  p.initial = swirl;
+  split box[] = {{2, TS_DECOMP_ROWS, {0}},        {3, TS_DECOMP_COLUMNS, {0}},
+                 {2, TS_DECOMP_TILES, {1, 2, 1}}, {4, TS_DECOMP_TILES, {2, 1, 2}},
+                 {8, TS_DECOMP_TILES, {2, 2, 2}}, {6, TS_DECOMP_AUTO, {0}}};
+  compare("D3Q19 periodic box, corner obstacle, TRT", &p, box, 6);
+  p.storage = TS_LBM_FP16;
+  p.collision = TS_LBM_SRT;
+  compare("D3Q19 periodic box, corner obstacle, SRT, fp16", &p, box, 6);
+  free(corner);
   free(solid);
   free(ball);
   return failures != 0;

@@ -76,6 +76,14 @@ static int frame_faces(const ts_lbm *s, const int c[3]) {
   return faces;
 }
 
+/* Whether node c lies on the frame of a periodic axis that the split cuts (a halo node). */
+static int on_split_frame(const ts_lbm *s, const int c[3]) {
+  for (int a = 0; a < s->dim; a++)
+    if (s->split_periodic[a] && (c[a] == 0 || c[a] == s->nodes[a] - 1))
+      return 1;
+  return 0;
+}
+
 /* The interior node a periodic frame node images: wrapped along its frame axes. */
 static void periodic_partner(const ts_lbm *s, const int c[3], int partner[3]) {
   for (int a = 0; a < 3; a++) {
@@ -140,6 +148,17 @@ static ts_box owned_nodes(const ts_lbm *s, const ts_box *cells) {
   return b;
 }
 
+/* Owned nodes less the frame nodes of split periodic axes. */
+static ts_box core_nodes(const ts_lbm *s, const ts_box *own) {
+  ts_box c = *own;
+  for (int a = 0; a < s->dim; a++)
+    if (s->split_periodic[a]) {
+      c.lo[a] = c.lo[a] > 1 ? c.lo[a] : 1;
+      c.hi[a] = c.hi[a] < s->nodes[a] - 1 ? c.hi[a] : s->nodes[a] - 1;
+    }
+  return c;
+}
+
 static ts_box grown(const ts_lbm *s, const ts_box *own) {
   ts_box w = *own;
   for (int a = 0; a < s->dim; a++) {
@@ -147,6 +166,21 @@ static ts_box grown(const ts_lbm *s, const ts_box *own) {
     w.hi[a] = own->hi[a] < s->nodes[a] ? own->hi[a] + 1 : s->nodes[a];
   }
   return w;
+}
+
+/* Whether node c of a part's array is computed, or is a halo node on the frame of split
+ * periodic axes that images a computed node (one on the frame of an unsplit periodic axis as
+ * well images an image). */
+static int computed_or_image(const ts_lbm *s, const lbm_part *p, const int c[3]) {
+  unsigned char t = p->type[lbm_local(p, c[0], c[1], c[2])];
+  if (lbm_computed(t))
+    return 1;
+  if (lbm_kind(t) != LBM_PERIODIC || !on_split_frame(s, c))
+    return 0;
+  for (int a = 0; a < s->dim; a++)
+    if (periodic_axis(s, a) && !s->split_periodic[a] && (c[a] == 0 || c[a] == s->nodes[a] - 1))
+      return 0;
+  return 1;
 }
 
 /* Periodic images and wall slots at subdomain borders of a part (see lbm_part). */
@@ -161,12 +195,13 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
           int c[3] = {x, y, z};
           int64_t n = lbm_local(p, x, y, z);
           unsigned char t = p->type[n];
-          if (lbm_kind(t) == LBM_PERIODIC) {
+          if (lbm_kind(t) == LBM_PERIODIC && !on_split_frame(s, c)) {
             if (pass) {
               int partner[3];
               periodic_partner(s, c, partner);
               /* slots that computed nodes, here or in the halo, push into the image (from
-               * c - c_q) or pull from it (at c + c_q, the slot opposite to q) */
+               * c - c_q) or pull from it (at c + c_q, the slot opposite to q); a halo node on
+               * the frame of a split periodic axis stands for the computed node it images */
               uint32_t pushed = 0, pulled = 0;
               for (int q = 0; q < k->q; q++) {
                 int from[3], to[3];
@@ -174,9 +209,9 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
                   from[a] = c[a] - k->velocity(q, a);
                   to[a] = c[a] + k->velocity(q, a);
                 }
-                if (lbm_computed(p->type[lbm_local(p, from[0], from[1], from[2])]))
+                if (computed_or_image(s, p, from))
                   pushed |= 1u << q;
-                if (lbm_computed(p->type[lbm_local(p, to[0], to[1], to[2])]))
+                if (computed_or_image(s, p, to))
                   pulled |= 1u << k->opposite(q);
               }
               p->periodic_node[nper] = n;
@@ -192,7 +227,7 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
             int from[3];
             for (int a = 0; a < 3; a++)
               from[a] = c[a] - k->velocity(q, a);
-            if (ts_box_contains(&p->own, from))
+            if (ts_box_contains(&p->core, from))
               continue;
             int64_t fn = lbm_local(p, from[0], from[1], from[2]);
             if (lbm_streams(p->type[fn]))
@@ -238,10 +273,11 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
   p->sub = sub;
   p->device = -1;
   p->own = s->own[sub];
-  p->inner = p->own; /* less a layer where a neighbouring subdomain's halo begins */
+  p->core = s->core[sub];
+  p->inner = p->core; /* less a layer where a halo begins */
   for (int a = 0; a < s->dim; a++) {
-    p->inner.lo[a] += s->window[sub].lo[a] < p->own.lo[a];
-    p->inner.hi[a] -= s->window[sub].hi[a] > p->own.hi[a];
+    p->inner.lo[a] += s->window[sub].lo[a] < p->core.lo[a];
+    p->inner.hi[a] -= s->window[sub].hi[a] > p->core.hi[a];
   }
   for (int a = 0; a < 3; a++) {
     p->lo[a] = a < s->dim ? p->own.lo[a] - 1 : 0;
@@ -324,12 +360,14 @@ static ts_status make_plan(ts_lbm *s, ts_halo_plan **plan, const uint32_t *masks
   layout.dir_mask = masks;
   ts_halo_spec spec = {.nsub = s->decomp.count,
                        .sub_rank = s->sub_rank,
-                       .src = back ? s->window : s->own,
-                       .dst = back ? s->own : s->window,
-                       .dst_owned = s->own,
-                       .src_owned = back ? s->own : NULL,
+                       .src = back ? s->window : s->core,
+                       .dst = back ? s->core : s->window,
+                       .dst_owned = s->core,
+                       .src_owned = back ? s->core : NULL,
                        .nfields = 1,
                        .layout = &layout};
+  for (int a = 0; a < s->dim; a++) /* frame node 0 images node n, node n + 1 node 1 */
+    spec.period[a] = s->split_periodic[a] ? s->p.n[a] : 0;
   return ts_halo_plan_create(plan, s->comm, &spec);
 }
 
@@ -431,16 +469,22 @@ static void set_consts(ts_lbm *s) {
   }
 }
 
-static ts_status check_split(const ts_lbm *s) {
-  for (int a = 0; a < s->dim; a++) {
-    if (!periodic_axis(s, a))
-      continue;
-    for (int b = 0; b < s->decomp.count; b++)
+/* The periodic axes that the split cuts: their frame nodes become halos. Inlet and outlet
+ * nodes on such a frame (where it meets an inlet or outlet face) are computed nodes of their
+ * own, which a halo cannot stand for: that split is refused. */
+static ts_status find_split_periodic(ts_lbm *s) {
+  for (int a = 0; a < 3; a++) {
+    s->split_periodic[a] = 0;
+    for (int b = 0; b < s->decomp.count && periodic_axis(s, a); b++)
       if (s->decomp.boxes[b].lo[a] != 0 || s->decomp.boxes[b].hi[a] != s->p.n[a])
+        s->split_periodic[a] = 1;
+    for (int f = 0; f < 2 * s->dim && s->split_periodic[a]; f++)
+      if (s->p.face[f].type == TS_LBM_VELOCITY || s->p.face[f].type == TS_LBM_PRESSURE)
         return ts_error(TS_ERR_INPUT,
-                        "lbm: the split cuts the periodic %c axis: choose a decomposition "
-                        "along the other axes",
-                        "xyz"[a]);
+                        "lbm: the split cuts the periodic %c axis, whose frame meets the %s %s: "
+                        "choose a decomposition along the other axes",
+                        "xyz"[a], face_names[f],
+                        s -> p.face[f].type == TS_LBM_VELOCITY ? "inlet" : "outlet");
   }
   return TS_OK;
 }
@@ -479,15 +523,17 @@ static ts_status create(ts_lbm *s) {
                     s->nranks);
   TS_CALL(ts_decomp_create(&s->decomp, s->dim, s->p.n, count, s->p.decomposition,
                            s->p.decomposition == TS_DECOMP_TILES ? s->p.parts : NULL));
-  TS_CALL(check_split(s));
+  TS_CALL(find_split_periodic(s));
   s->own = calloc((size_t)count, sizeof *s->own);
+  s->core = calloc((size_t)count, sizeof *s->core);
   s->window = calloc((size_t)count, sizeof *s->window);
   s->sub_rank = calloc((size_t)count, sizeof *s->sub_rank);
   s->fields = calloc((size_t)count, sizeof *s->fields);
-  if (!s->own || !s->window || !s->sub_rank || !s->fields)
+  if (!s->own || !s->core || !s->window || !s->sub_rank || !s->fields)
     return ts_error(TS_ERR_NOMEM, "out of memory");
   for (int b = 0; b < count; b++) {
     s->own[b] = owned_nodes(s, &s->decomp.boxes[b]);
+    s->core[b] = core_nodes(s, &s->own[b]);
     s->window[b] = grown(s, &s->own[b]);
     s->sub_rank[b] = ts_decomp_rank(b, count, s->nranks);
     s->nparts += s->sub_rank[b] == s->rank;
@@ -577,6 +623,7 @@ void ts_lbm_destroy(ts_lbm *s) {
 #endif
   free(s->parts);
   free(s->own);
+  free(s->core);
   free(s->window);
   free(s->sub_rank);
   free(s->fields);

@@ -56,6 +56,7 @@ typedef struct lbm_consts {
 typedef struct lbm_part {
   int sub;
   ts_box own;    /* owned nodes, global node coordinates */
+  ts_box core;   /* own less the frame of split periodic axes (see ts_lbm.core) */
   int lo[3];     /* global node coordinates of local node (0, 0, 0) */
   int len[3];    /* local nodes per axis */
   int64_t plane; /* nodes of the local array */
@@ -66,9 +67,10 @@ typedef struct lbm_part {
   int device;    /* CUDA device of a GPU part, -1 on the CPU */
   void *gpu;     /* the GPU backend's state, NULL on the CPU */
   void *dev_f;   /* a GPU part's populations in device memory (f is the host mirror) */
-  /* Owned periodic frame nodes: their node, the partner they image, the slots that nodes
-   * pushing into them fill (sent on to the partner after an odd step) and the slots that nodes
-   * pull from them (copied from the partner before one). */
+  /* Owned periodic frame nodes of axes that are not split (those of split axes are halos):
+   * their node, the partner they image, the slots that nodes pushing into them fill (sent on
+   * to the partner after an odd step) and the slots that nodes pull from them (copied from the
+   * partner before one). */
   int nperiodic;
   int64_t *periodic_node, *periodic_partner;
   uint32_t *periodic_pushed, *periodic_pulled;
@@ -127,7 +129,12 @@ struct ts_lbm {
   lbm_consts consts;
   ts_decomp decomp; /* of the cells */
   ts_box *own;      /* owned nodes per subdomain */
-  ts_box *window;   /* owned nodes and their halo per subdomain */
+  /* Per subdomain, its owned nodes less the frame nodes of periodic axes that the split cuts:
+   * those image nodes of other subdomains and are filled and drained by the halo exchanges
+   * (across the periodic boundary), like halo nodes; what the subdomain sends and receives. */
+  ts_box *core;
+  int split_periodic[3]; /* per axis: periodic and cut by the split */
+  ts_box *window;        /* owned nodes and their halo per subdomain */
   int *sub_rank;
   int nparts;
   lbm_part *parts;
