@@ -186,6 +186,11 @@ static int computed_or_image(const ts_lbm *s, const lbm_part *p, const int c[3])
 /* Periodic images and wall slots at subdomain borders of a part (see lbm_part). */
 static ts_status part_lists(ts_lbm *s, lbm_part *p) {
   const lbm_kernels *k = s->k;
+  ts_box deep = p->core;
+  for (int a = 0; a < s->dim; a++) {
+    deep.lo[a]++;
+    deep.hi[a]--;
+  }
   int64_t nper = 0, nkeep = 0;
   for (int pass = 0; pass < 2; pass++) {
     nper = nkeep = 0;
@@ -221,8 +226,8 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
             }
             nper++;
           }
-          if (!lbm_computed(t))
-            continue;
+          if (!lbm_computed(t) || ts_box_contains(&deep, c))
+            continue; /* every neighbour of a node deep in the core is in the core */
           for (int q = 0; q < k->q; q++) {
             int from[3];
             for (int a = 0; a < 3; a++)
@@ -256,14 +261,17 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
 
 /* Bulk nodes: owned fluid nodes whose neighbours all stream. */
 static void mark_bulk(const ts_lbm *s, lbm_part *p) {
+  int64_t off[32]; /* local index offset of the neighbour along each direction */
+  for (int q = 0; q < s->k->q; q++)
+    off[q] = lbm_local(p, s->k->velocity(q, 0), s->k->velocity(q, 1), s->k->velocity(q, 2)) -
+             lbm_local(p, 0, 0, 0);
   for (int z = p->own.lo[2]; z < p->own.hi[2]; z++)
     for (int y = p->own.lo[1]; y < p->own.hi[1]; y++)
       for (int x = p->own.lo[0]; x < p->own.hi[0]; x++) {
         int64_t n = lbm_local(p, x, y, z);
         int bulk = lbm_kind(p->type[n]) == LBM_FLUID;
         for (int q = 1; q < s->k->q && bulk; q++)
-          bulk = lbm_streams(p->type[lbm_local(
-              p, x + s->k->velocity(q, 0), y + s->k->velocity(q, 1), z + s->k->velocity(q, 2))]);
+          bulk = lbm_streams(p->type[n + off[q]]);
         if (bulk)
           p->type[n] |= LBM_BULK;
       }
