@@ -56,7 +56,7 @@ static const char usage[] =
     "cell\n"
     "          update); --weak | --strong: one GPU (one subdomain) against all of --devices\n"
     "          (--subdomains), N^3 cells per unit or in all, with the efficiency;\n"
-    "          --decomposition PXxPYxPZ: tiles instead of bands along z (split axes get walls)\n"
+    "          --decomposition PXxPYxPZ: tiles instead of bands along z\n"
     "  info    version, build features and devices\n"
     "\n"
     "Threads: OMP_NUM_THREADS (default: all cores). Several processes: mpirun -np N tessera run\n"
