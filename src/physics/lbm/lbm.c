@@ -282,11 +282,6 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
   p->device = -1;
   p->own = s->own[sub];
   p->core = s->core[sub];
-  p->cells = p->own;
-  for (int a = 0; a < s->dim; a++) { /* node i + 1 is cell i */
-    p->cells.lo[a] = s->decomp.boxes[sub].lo[a] + 1;
-    p->cells.hi[a] = s->decomp.boxes[sub].hi[a] + 1;
-  }
   p->inner = p->core; /* less a layer where a halo begins */
   for (int a = 0; a < s->dim; a++) {
     p->inner.lo[a] += s->window[sub].lo[a] < p->core.lo[a];
@@ -296,13 +291,6 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
     p->lo[a] = a < s->dim ? p->own.lo[a] - 1 : 0;
     p->len[a] = a < s->dim ? p->own.hi[a] - p->own.lo[a] + 2 : 1;
   }
-  /* On a GPU, rows padded so that each row's first cell node starts an aligned run of
-   * LBM_ROW_ALIGN slots: a warp's 32 nodes of a row then read and write whole 32-byte sectors
-   * (the padding nodes are solid and never touched; on the CPU the extra bytes cost more than
-   * the alignment gives). */
-  int align = device >= 0 ? LBM_ROW_ALIGN : 1, first = p->cells.lo[0];
-  p->lo[0] = first - (first - p->lo[0] + align - 1) / align * align;
-  p->len[0] = (p->own.hi[0] + 1 - p->lo[0] + align - 1) / align * align;
   p->plane = (int64_t)p->len[0] * p->len[1] * p->len[2];
   p->f = calloc((size_t)p->plane * (size_t)s->k->q, s->k->elem);
   p->type = malloc((size_t)p->plane);
@@ -313,8 +301,7 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
     for (int y = 0; y < p->len[1]; y++)
       for (int x = 0; x < p->len[0]; x++) {
         int c[3] = {p->lo[0] + x, p->lo[1] + y, p->lo[2] + z};
-        int padding = c[0] < p->own.lo[0] - 1 || c[0] > p->own.hi[0];
-        p->type[lbm_local(p, c[0], c[1], c[2])] = padding ? LBM_SOLID : node_type(s, c);
+        p->type[lbm_local(p, c[0], c[1], c[2])] = node_type(s, c);
       }
   mark_bulk(s, p);
   TS_CALL(part_lists(s, p));

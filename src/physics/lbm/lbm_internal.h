@@ -53,15 +53,11 @@ typedef struct lbm_consts {
   float face_rho[6];  /* outlets, per face */
 } lbm_consts;
 
-/* Row alignment of a GPU part's local arrays, in nodes (a 32-byte sector of fp16 populations). */
-#define LBM_ROW_ALIGN 16
-
 typedef struct lbm_part {
   int sub;
   ts_box own;    /* owned nodes, global node coordinates */
   ts_box core;   /* own less the frame of split periodic axes (see ts_lbm.core) */
-  ts_box cells;  /* own less every frame node: the nodes of the part's cells */
-  int lo[3];     /* global node coordinates of local node (0, 0, 0) (rows padded at both ends) */
+  int lo[3];     /* global node coordinates of local node (0, 0, 0) */
   int len[3];    /* local nodes per axis */
   int64_t plane; /* nodes of the local array */
   void *f;       /* LBM_Q planes of populations (deviation from the weights) */

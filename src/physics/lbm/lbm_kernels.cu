@@ -227,12 +227,8 @@ static void launch_step(lbm_part *p, const lbm_consts *k, int odd, const ts_box 
   if (which == LBM_BORDER && volume(inner) == 0)
     boxes[0] = p->own, nboxes = 1;
   int small = p->plane * LBM_Q < ((int64_t)1 << 32);
-  for (int b = 0; b < nboxes; b++) {
-    ts_box box; /* frame nodes are never bulk: the rows start at aligned cell nodes */
-    if (!ts_box_intersect(&boxes[b], &p->cells, &box))
-      continue;
-    small ? bulk_in<uint32_t>(p, &m, odd, &box) : bulk_in<uint64_t>(p, &m, odd, &box);
-  }
+  for (int b = 0; b < nboxes; b++)
+    small ? bulk_in<uint32_t>(p, &m, odd, &boxes[b]) : bulk_in<uint64_t>(p, &m, odd, &boxes[b]);
   check(cudaGetLastError(), "launch of the bulk kernel");
   if (g->nedge > 0)
     k_edge<<<(g->nedge + 127) / 128, 128, 0, g->stream>>>(
