@@ -118,19 +118,25 @@ static __global__ void k_edge(lbm_view v, const __grid_constant__ lbm_consts k, 
 }
 
 /* Periodic images: the slots nodes pull, from the partner (forward), or the slots nodes pushed
- * into the image, back to it. One thread per image and direction (the grid's y), so that the
- * few slots of each image move in parallel. */
+ * into the image, back to it. One thread per image, over the image's flagged slots (5 of 19 on
+ * a face), so that neighbouring threads touch neighbouring images. */
 static __global__ void k_periodic(lbm_store *f, int64_t plane, const int64_t *node,
                                   const int64_t *partner, const uint32_t *slots, int count,
                                   int forward) {
-  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x), q = (int)blockIdx.y;
-  if (i >= count || !(slots[i] >> q & 1u))
+  int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= count)
     return;
-  lbm_store *slot = f + (int64_t)q * plane;
-  if (forward)
-    slot[node[i]] = slot[partner[i]];
-  else
-    slot[partner[i]] = slot[node[i]];
+  int64_t image = node[i], source = partner[i];
+  uint32_t flags = slots[i];
+  LBM_UNROLL
+  for (int q = 0; q < LBM_Q; q++)
+    if (flags >> q & 1u) {
+      lbm_store *slot = f + (int64_t)q * plane;
+      if (forward)
+        slot[image] = slot[source];
+      else
+        slot[source] = slot[image];
+    }
 }
 
 /* The wall slots of subdomain borders, saved before the push-back exchanges and restored after. */
@@ -245,7 +251,7 @@ static void gpu_odd(lbm_part *p, const lbm_consts *k, const ts_box *inner, int w
 static void gpu_periodic(lbm_part *p, int forward) {
   lbm_gpu *g = use(p);
   if (p->nperiodic > 0)
-    k_periodic<<<dim3((unsigned)(p->nperiodic + 127) / 128, LBM_Q), 128, 0, g->stream>>>(
+    k_periodic<<<(unsigned)(p->nperiodic + 127) / 128, 128, 0, g->stream>>>(
         g->f, p->plane, g->periodic_node, g->periodic_partner,
         forward ? g->periodic_pulled : g->periodic_pushed, p->nperiodic, forward);
   check(cudaGetLastError(), "launch of the periodic kernel");
