@@ -1,11 +1,12 @@
 /* The halo exchange engine, generic over modules: a subdomain describes each of its fields
  * (components, element size, layout, and which components cross which face); a plan lists the
  * boxes of cells each subdomain receives from each other one (faces, edges and corners alike,
- * from box intersections, across periodic boundaries too), and moves them with one message per pair
- * of subdomains carrying all fields. Subdomains of one process copy directly; others use MPI
- * persistent requests with contiguous pack buffers, or a transport for fields in GPU memory (NCCL,
- * CUDA-aware MPI, staged through the host). Start and finish are split so computation overlaps the
- * transfer. The same plan, built from old and new boxes, migrates cells when boundaries move. */
+ * from box intersections, across periodic boundaries too), and moves them with one message per
+ * pair of subdomains (and periodic shift) carrying all fields. Subdomains of one process copy
+ * directly; others use MPI persistent requests with contiguous pack buffers, or a transport for
+ * fields in GPU memory (NCCL, CUDA-aware MPI, staged through the host). Start and finish are split
+ * so computation overlaps the transfer. The same plan, built from old and new boxes, migrates cells
+ * when boundaries move. */
 #ifndef TESSERA_HALO_H
 #define TESSERA_HALO_H
 

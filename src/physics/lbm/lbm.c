@@ -76,10 +76,12 @@ static int frame_faces(const ts_lbm *s, const int c[3]) {
   return faces;
 }
 
-/* Whether node c lies on the frame of a periodic axis that the split cuts (a halo node). */
-static int on_split_frame(const ts_lbm *s, const int c[3]) {
+/* Whether node c lies on the frame of a periodic axis that the split cuts (split 1: a halo
+ * node) or of one that it does not cut (split 0: an image). */
+static int on_periodic_frame(const ts_lbm *s, const int c[3], int split) {
   for (int a = 0; a < s->dim; a++)
-    if (s->split_periodic[a] && (c[a] == 0 || c[a] == s->nodes[a] - 1))
+    if (periodic_axis(s, a) && s->split_periodic[a] == split &&
+        (c[a] == 0 || c[a] == s->nodes[a] - 1))
       return 1;
   return 0;
 }
@@ -175,12 +177,7 @@ static int computed_or_image(const ts_lbm *s, const lbm_part *p, const int c[3])
   unsigned char t = p->type[lbm_local(p, c[0], c[1], c[2])];
   if (lbm_computed(t))
     return 1;
-  if (lbm_kind(t) != LBM_PERIODIC || !on_split_frame(s, c))
-    return 0;
-  for (int a = 0; a < s->dim; a++)
-    if (periodic_axis(s, a) && !s->split_periodic[a] && (c[a] == 0 || c[a] == s->nodes[a] - 1))
-      return 0;
-  return 1;
+  return lbm_kind(t) == LBM_PERIODIC && on_periodic_frame(s, c, 1) && !on_periodic_frame(s, c, 0);
 }
 
 /* Periodic images and wall slots at subdomain borders of a part (see lbm_part). */
@@ -200,7 +197,7 @@ static ts_status part_lists(ts_lbm *s, lbm_part *p) {
           int c[3] = {x, y, z};
           int64_t n = lbm_local(p, x, y, z);
           unsigned char t = p->type[n];
-          if (lbm_kind(t) == LBM_PERIODIC && !on_split_frame(s, c)) {
+          if (lbm_kind(t) == LBM_PERIODIC && !on_periodic_frame(s, c, 1)) {
             if (pass) {
               int partner[3];
               periodic_partner(s, c, partner);
@@ -486,13 +483,14 @@ static ts_status find_split_periodic(ts_lbm *s) {
     for (int b = 0; b < s->decomp.count && periodic_axis(s, a); b++)
       if (s->decomp.boxes[b].lo[a] != 0 || s->decomp.boxes[b].hi[a] != s->p.n[a])
         s->split_periodic[a] = 1;
-    for (int f = 0; f < 2 * s->dim && s->split_periodic[a]; f++)
-      if (s->p.face[f].type == TS_LBM_VELOCITY || s->p.face[f].type == TS_LBM_PRESSURE)
+    for (int f = 0; f < 2 * s->dim && s->split_periodic[a]; f++) {
+      ts_lbm_face_type type = s->p.face[f].type;
+      if (type == TS_LBM_VELOCITY || type == TS_LBM_PRESSURE)
         return ts_error(TS_ERR_INPUT,
                         "lbm: the split cuts the periodic %c axis, whose frame meets the %s %s: "
                         "choose a decomposition along the other axes",
-                        "xyz"[a], face_names[f],
-                        s -> p.face[f].type == TS_LBM_VELOCITY ? "inlet" : "outlet");
+                        "xyz"[a], face_names[f], type == TS_LBM_VELOCITY ? "inlet" : "outlet");
+    }
   }
   return TS_OK;
 }
