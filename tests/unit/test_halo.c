@@ -1,7 +1,8 @@
 /* The halo engine and decompositions in 3D, as the lattice Boltzmann module will use them: an
  * uneven 11 x 7 x 6 grid in 2 x 2 x 2 boxes, five components of which only some cross each face
  * (direction masks), windows one cell wider than the owned boxes. Every halo cell must receive
- * exactly the owner's values of the components that cross towards it and keep the others; a
+ * exactly the owner's values of the components that cross towards it and keep the others, across
+ * periodic boundaries too (windows past the grid's edges, and one subdomain feeding itself); a
  * migration plan between two splits must move every owned cell. Also checks the splits. */
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,13 @@ typedef struct sub_data {
 
 static double value(int c, int x, int y, int z) { return 1000.0 * c + x + 20.0 * y + 400.0 * z; }
 
-static ts_box grow(const ts_box *b, int by) {
+/* Box b grown by `by` cells, clipped to the grid along the axes that are not periodic. */
+static ts_box grow(const ts_box *b, int by, const int periodic[3]) {
   ts_box w = *b;
   int n[3] = {NX, NY, NZ};
   for (int a = 0; a < 3; a++) {
-    w.lo[a] = b->lo[a] - by < 0 ? 0 : b->lo[a] - by;
-    w.hi[a] = b->hi[a] + by > n[a] ? n[a] : b->hi[a] + by;
+    w.lo[a] = b->lo[a] - by < 0 && !periodic[a] ? 0 : b->lo[a] - by;
+    w.hi[a] = b->hi[a] + by > n[a] && !periodic[a] ? n[a] : b->hi[a] + by;
   }
   return w;
 }
@@ -47,9 +49,9 @@ static double *at(sub_data *d, int c, int x, int y, int z) {
 }
 
 /* Allocates each subdomain's window (own box grown by `by`), owned cells set, the rest -1. */
-static void fill(const ts_decomp *dc, int by, sub_data *subs) {
+static void fill(const ts_decomp *dc, int by, const int periodic[3], sub_data *subs) {
   for (int s = 0; s < dc->count; s++) {
-    subs[s].win = grow(&dc->boxes[s], by);
+    subs[s].win = grow(&dc->boxes[s], by, periodic);
     for (int c = 0; c < NCOMP; c++) {
       subs[s].comp[c] = malloc(sizeof(double) * (size_t)ts_box_cells(&subs[s].win));
       const ts_box *w = &subs[s].win;
@@ -68,6 +70,62 @@ static void release(sub_data *subs, int n) {
   for (int s = 0; s < n; s++)
     for (int c = 0; c < NCOMP; c++)
       free(subs[s].comp[c]);
+}
+
+/* Exchanges the halos of windows one cell wider than the boxes of dc (periodic along the axes
+ * where period[a] > 0) and counts the halo values that differ from the owner's value of a
+ * component crossing towards them (the cell wrapped round periodic axes) or, for components that
+ * do not cross, from -1. */
+static long exchange_and_count(const ts_decomp *dc, const int period[3], const uint32_t *mask,
+                               long *received) {
+  sub_data subs[COUNT];
+  ts_halo_field fields[COUNT];
+  ts_box windows[COUNT];
+  int ranks[COUNT] = {0}, n[3] = {NX, NY, NZ};
+  fill(dc, 1, period, subs);
+  for (int s = 0; s < dc->count; s++) {
+    describe(&subs[s], mask, &fields[s]);
+    windows[s] = subs[s].win;
+  }
+  ts_halo_spec spec = {.nsub = dc->count,
+                       .sub_rank = ranks,
+                       .src = dc->boxes,
+                       .dst = windows,
+                       .dst_owned = dc->boxes,
+                       .period = {period[0], period[1], period[2]},
+                       .nfields = 1,
+                       .layout = fields};
+  ts_halo_plan *plan;
+  long wrong = 0;
+  *received = 0;
+  if (ts_halo_plan_create(&plan, ts_comm_world(), &spec) != TS_OK)
+    return -1;
+  ts_halo_start(plan, fields, fields);
+  ts_halo_finish(plan, fields);
+  ts_halo_plan_destroy(plan);
+  for (int s = 0; s < dc->count; s++) {
+    const ts_box *w = &subs[s].win, *own = &dc->boxes[s];
+    for (int z = w->lo[2]; z < w->hi[2]; z++)
+      for (int y = w->lo[1]; y < w->hi[1]; y++)
+        for (int x = w->lo[0]; x < w->hi[0]; x++) {
+          int cell[3] = {x, y, z}, dir[3], home[3];
+          if (ts_box_contains(own, cell))
+            continue;
+          for (int a = 0; a < 3; a++) {
+            dir[a] = cell[a] < own->lo[a] ? -1 : (cell[a] >= own->hi[a] ? 1 : 0);
+            home[a] = (cell[a] + n[a]) % n[a];
+          }
+          int d = ts_halo_dir(dir[0], dir[1], dir[2]);
+          for (int c = 0; c < NCOMP; c++) {
+            int crosses = mask[d] >> c & 1u;
+            double want = crosses ? value(c, home[0], home[1], home[2]) : -1;
+            wrong += *at(&subs[s], c, x, y, z) != want;
+            *received += crosses;
+          }
+        }
+  }
+  release(subs, dc->count);
+  return wrong;
 }
 
 int main(void) {
@@ -93,7 +151,8 @@ int main(void) {
   for (int d = 0; d < TS_HALO_DIRS; d++)
     mask[d] = (1u << (d % 4)) | (1u << 4);
   sub_data subs[COUNT];
-  fill(&dc, 1, subs);
+  int none[3] = {0, 0, 0};
+  fill(&dc, 1, none, subs);
   ts_halo_field fields[COUNT];
   ts_box windows[COUNT];
   int ranks[COUNT] = {0};
@@ -140,6 +199,19 @@ int main(void) {
   CHECK(remote == 0 && local > 0, "one process: %lld cells copied directly", (long long)local);
   CHECK(ts_halo_moves(plan), "a plan between neighbours moves cells");
   ts_halo_plan_destroy(plan);
+  /* Periodic along every axis: windows reach past the grid's edges and get the wrapped cells. */
+  int period[3] = {NX, NY, NZ};
+  long got = 0;
+  wrong = exchange_and_count(&dc, period, mask, &got);
+  CHECK(wrong == 0 && got > received, "periodic: %ld values received, %ld wrong", got, wrong);
+  /* one subdomain periodic along x and z: it feeds its own halos through the shifts */
+  ts_decomp one;
+  CHECK(ts_decomp_create(&one, 3, n, 1, TS_DECOMP_AUTO, NULL) == TS_OK, "one subdomain");
+  int xz[3] = {NX, 0, NZ};
+  wrong = exchange_and_count(&one, xz, mask, &got);
+  CHECK(wrong == 0 && got > 0, "one subdomain periodic along x and z: %ld values, %ld wrong", got,
+        wrong);
+  ts_decomp_destroy(&one);
   ts_halo_spec alone = spec;
   alone.nsub = 1;
   CHECK(ts_halo_plan_create(&plan, ts_comm_world(), &alone) == TS_OK && !ts_halo_moves(plan),
@@ -153,7 +225,7 @@ int main(void) {
   CHECK(ts_decomp_move_boundary(&moved, 0, 3, 1) == TS_ERR_INPUT, "0 and 3 share no face: %s",
         ts_error_message());
   sub_data after[COUNT];
-  fill(&moved, 0, after);
+  fill(&moved, 0, none, after);
   for (int s = 0; s < COUNT; s++)
     for (int c = 0; c < NCOMP; c++) /* forget the values: they must come from the old owners */
       for (int64_t e = 0; e < ts_box_cells(&after[s].win); e++)
