@@ -3,7 +3,8 @@
  * transports (which use the same calls on device buffers). An uneven 11 x 7 x 6 grid in 2 x 2 x 2
  * boxes spread over the ranks, five components of which only some cross each face: every halo
  * cell must receive exactly the owner's values of the components that cross towards it, through
- * the transport and through the engine's own MPI path alike.
+ * the transport and through the engine's own MPI path alike, with the grid periodic along every
+ * axis too (windows past its edges receive the wrapped cells).
  * usage: mpirun -np R mpi_halo_transport */
 #include <mpi.h>
 #include <stdlib.h>
@@ -19,8 +20,8 @@ static double value(int c, int x, int y, int z) { return 1000.0 * c + x + 20.0 *
 
 /* ---- the stand-in transport */
 
-static MPI_Request requests[64];
-static int nrequests;
+static MPI_Request *requests; /* grown to the messages of the largest exchange */
+static int nrequests, capacity;
 
 static void *host_alloc(size_t bytes) { return malloc(bytes); }
 static void host_release(void *buf) { free(buf); }
@@ -50,6 +51,13 @@ static void host_move(const ts_box *box, int nfields, const uint32_t *masks,
 static ts_status host_post(int nrecvs, const ts_halo_message *recvs, int nsends,
                            const ts_halo_message *sends) {
   nrequests = 0;
+  if (nrecvs + nsends > capacity) {
+    MPI_Request *r = realloc(requests, sizeof *r * (size_t)(nrecvs + nsends));
+    if (!r)
+      return ts_error(TS_ERR_NOMEM, "out of memory");
+    requests = r;
+    capacity = nrecvs + nsends;
+  }
   for (int k = 0; k < nrecvs; k++)
     MPI_Irecv(recvs[k].buf, (int)recvs[k].bytes, MPI_BYTE, recvs[k].peer, recvs[k].tag,
               MPI_COMM_WORLD, &requests[nrequests++]);
@@ -81,10 +89,11 @@ static double *at(sub_data *d, int c, int x, int y, int z) {
   return &d->comp[c][(x - d->win.lo[0]) + sx * ((y - d->win.lo[1]) + sy * (z - d->win.lo[2]))];
 }
 
-/* One exchange of this rank's subdomains (others are described but never read); returns the
- * number of wrong halo values on this rank, and counts the values received. */
+/* One exchange of this rank's subdomains (others are described but never read), on a grid
+ * periodic along every axis or none; returns the number of wrong halo values on this rank, and
+ * counts the values received. */
 static long exchange(const ts_decomp *dc, const int *ranks, const uint32_t *mask,
-                     const ts_halo_transport *transport, long *received) {
+                     const ts_halo_transport *transport, int periodic, long *received) {
   int n[3] = {NX, NY, NZ}, me = ts_comm_rank(ts_comm_world());
   sub_data subs[COUNT];
   ts_halo_field fields[COUNT];
@@ -92,8 +101,8 @@ static long exchange(const ts_decomp *dc, const int *ranks, const uint32_t *mask
   for (int s = 0; s < COUNT; s++) {
     ts_box w = dc->boxes[s];
     for (int a = 0; a < 3; a++) {
-      w.lo[a] = w.lo[a] > 0 ? w.lo[a] - 1 : 0;
-      w.hi[a] = w.hi[a] < n[a] ? w.hi[a] + 1 : n[a];
+      w.lo[a] = w.lo[a] > 0 || periodic ? w.lo[a] - 1 : 0;
+      w.hi[a] = w.hi[a] < n[a] || periodic ? w.hi[a] + 1 : n[a];
     }
     subs[s].win = windows[s] = w;
     for (int c = 0; c < NCOMP; c++) {
@@ -123,6 +132,7 @@ static long exchange(const ts_decomp *dc, const int *ranks, const uint32_t *mask
                        .src = dc->boxes,
                        .dst = windows,
                        .dst_owned = dc->boxes,
+                       .period = {periodic * NX, periodic * NY, periodic * NZ},
                        .nfields = 1,
                        .layout = fields};
   ts_halo_plan *plan = NULL;
@@ -137,15 +147,18 @@ static long exchange(const ts_decomp *dc, const int *ranks, const uint32_t *mask
     for (int z = w->lo[2]; z < w->hi[2] && ranks[s] == me; z++)
       for (int y = w->lo[1]; y < w->hi[1]; y++)
         for (int x = w->lo[0]; x < w->hi[0]; x++) {
-          int cell[3] = {x, y, z}, dir[3];
+          int cell[3] = {x, y, z}, dir[3], home[3];
           if (ts_box_contains(own, cell))
             continue;
-          for (int a = 0; a < 3; a++)
+          for (int a = 0; a < 3; a++) {
             dir[a] = cell[a] < own->lo[a] ? -1 : (cell[a] >= own->hi[a] ? 1 : 0);
+            home[a] = (cell[a] + n[a]) % n[a]; /* the cell a periodic halo wraps round to */
+          }
           int d = ts_halo_dir(dir[0], dir[1], dir[2]);
           for (int c = 0; c < NCOMP; c++) {
             int crosses = mask[d] >> c & 1u;
-            wrong += *at(&subs[s], c, x, y, z) != (crosses ? value(c, x, y, z) : -1);
+            wrong +=
+                *at(&subs[s], c, x, y, z) != (crosses ? value(c, home[0], home[1], home[2]) : -1);
             *received += crosses;
           }
         }
@@ -173,17 +186,19 @@ int main(int argc, char **argv) {
     mask[d] = (1u << (d % 4)) | (1u << 4);
   const ts_halo_transport *ways[2] = {NULL, &host_transport};
   const char *names[2] = {"the engine's MPI path", "a transport"};
-  for (int k = 0; k < 2; k++) {
-    long received = 0;
-    double result[2] = {(double)exchange(&dc, ranks, mask, ways[k], &received), 0};
-    result[1] = (double)received;
-    double bad = result[0] != 0;
-    ts_comm_max(world, &bad, 1);
-    if (root)
-      CHECK(bad == 0, "%d ranks, halos through %s: rank 0 received %ld values, %.0f wrong", nranks,
-            names[k], received, result[0]);
-  }
+  for (int periodic = 0; periodic < 2; periodic++)
+    for (int k = 0; k < 2; k++) {
+      long received = 0;
+      double result[2] = {(double)exchange(&dc, ranks, mask, ways[k], periodic, &received), 0};
+      result[1] = (double)received;
+      double bad = result[0] != 0;
+      ts_comm_max(world, &bad, 1);
+      if (root)
+        CHECK(bad == 0, "%d ranks, halos through %s%s: rank 0 received %ld values, %.0f wrong",
+              nranks, names[k], periodic ? ", periodic" : "", received, result[0]);
+    }
   ts_decomp_destroy(&dc);
+  free(requests);
   ts_comm_finalize();
   return failures != 0;
 }
