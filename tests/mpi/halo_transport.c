@@ -13,10 +13,7 @@
 #include "tessera/comm.h"
 #include "tessera/halo.h"
 #include "unit/check.h"
-
-enum { NX = 11, NY = 7, NZ = 6, NCOMP = 5, COUNT = 8 };
-
-static double value(int c, int x, int y, int z) { return 1000.0 * c + x + 20.0 * y + 400.0 * z; }
+#include "unit/halo_grid.h"
 
 /* ---- the stand-in transport */
 
@@ -79,16 +76,6 @@ static const ts_halo_transport host_transport = {"test",    host_alloc, host_rel
 
 /* ---- subdomains */
 
-typedef struct sub_data {
-  ts_box win;
-  double *comp[NCOMP];
-} sub_data;
-
-static double *at(sub_data *d, int c, int x, int y, int z) {
-  int sx = d->win.hi[0] - d->win.lo[0], sy = d->win.hi[1] - d->win.lo[1];
-  return &d->comp[c][(x - d->win.lo[0]) + sx * ((y - d->win.lo[1]) + sy * (z - d->win.lo[2]))];
-}
-
 /* One exchange of this rank's subdomains (others are described but never read), on a grid
  * periodic along every axis or none; returns the number of wrong halo values on this rank, and
  * counts the values received. */
@@ -142,27 +129,8 @@ static long exchange(const ts_decomp *dc, const int *ranks, const uint32_t *mask
       ts_halo_start(plan, fields, fields) != TS_OK || ts_halo_finish(plan, fields) != TS_OK)
     wrong = -1;
   ts_halo_plan_destroy(plan);
-  for (int s = 0; s < COUNT && wrong >= 0; s++) {
-    const ts_box *w = &subs[s].win, *own = &dc->boxes[s];
-    for (int z = w->lo[2]; z < w->hi[2] && ranks[s] == me; z++)
-      for (int y = w->lo[1]; y < w->hi[1]; y++)
-        for (int x = w->lo[0]; x < w->hi[0]; x++) {
-          int cell[3] = {x, y, z}, dir[3], home[3];
-          if (ts_box_contains(own, cell))
-            continue;
-          for (int a = 0; a < 3; a++) {
-            dir[a] = cell[a] < own->lo[a] ? -1 : (cell[a] >= own->hi[a] ? 1 : 0);
-            home[a] = (cell[a] + n[a]) % n[a]; /* the cell a periodic halo wraps round to */
-          }
-          int d = ts_halo_dir(dir[0], dir[1], dir[2]);
-          for (int c = 0; c < NCOMP; c++) {
-            int crosses = mask[d] >> c & 1u;
-            wrong +=
-                *at(&subs[s], c, x, y, z) != (crosses ? value(c, home[0], home[1], home[2]) : -1);
-            *received += crosses;
-          }
-        }
-  }
+  if (wrong == 0)
+    wrong = halo_values_wrong(dc, subs, mask, ranks, me, received);
   for (int s = 0; s < COUNT; s++)
     for (int c = 0; c < NCOMP; c++)
       free(subs[s].comp[c]);

@@ -9,15 +9,7 @@
 
 #include "tessera/halo.h"
 #include "unit/check.h"
-
-enum { NX = 11, NY = 7, NZ = 6, NCOMP = 5, COUNT = 8 };
-
-typedef struct sub_data {
-  ts_box win;
-  double *comp[NCOMP];
-} sub_data;
-
-static double value(int c, int x, int y, int z) { return 1000.0 * c + x + 20.0 * y + 400.0 * z; }
+#include "unit/halo_grid.h"
 
 /* Box b grown by `by` cells, clipped to the grid along the axes that are not periodic. */
 static ts_box grow(const ts_box *b, int by, const int periodic[3]) {
@@ -41,11 +33,6 @@ static void describe(sub_data *d, const uint32_t *mask, ts_halo_field *f) {
   f->stride[2] = f->stride[1] * (d->win.hi[1] - d->win.lo[1]);
   memcpy(f->lo, d->win.lo, sizeof f->lo);
   f->dir_mask = mask;
-}
-
-static double *at(sub_data *d, int c, int x, int y, int z) {
-  int sx = d->win.hi[0] - d->win.lo[0], sy = d->win.hi[1] - d->win.lo[1];
-  return &d->comp[c][(x - d->win.lo[0]) + sx * ((y - d->win.lo[1]) + sy * (z - d->win.lo[2]))];
 }
 
 /* Allocates each subdomain's window (own box grown by `by`), owned cells set, the rest -1. */
@@ -72,40 +59,8 @@ static void release(sub_data *subs, int n) {
       free(subs[s].comp[c]);
 }
 
-/* The halo values of subs (windows around the boxes of dc) that differ from the owner's value
- * of a component crossing towards them (the cell wrapped round the grid where the window reaches
- * past it: periodic axes) or, for components that do not cross, from -1; *received counts the
- * values that cross. */
-static long count_wrong(const ts_decomp *dc, sub_data *subs, const uint32_t *mask, long *received) {
-  int n[3] = {NX, NY, NZ};
-  long wrong = 0;
-  *received = 0;
-  for (int s = 0; s < dc->count; s++) {
-    const ts_box *w = &subs[s].win, *own = &dc->boxes[s];
-    for (int z = w->lo[2]; z < w->hi[2]; z++)
-      for (int y = w->lo[1]; y < w->hi[1]; y++)
-        for (int x = w->lo[0]; x < w->hi[0]; x++) {
-          int cell[3] = {x, y, z}, dir[3], home[3];
-          if (ts_box_contains(own, cell))
-            continue;
-          for (int a = 0; a < 3; a++) {
-            dir[a] = cell[a] < own->lo[a] ? -1 : (cell[a] >= own->hi[a] ? 1 : 0);
-            home[a] = (cell[a] + n[a]) % n[a];
-          }
-          int d = ts_halo_dir(dir[0], dir[1], dir[2]);
-          for (int c = 0; c < NCOMP; c++) {
-            int crosses = mask[d] >> c & 1u;
-            double want = crosses ? value(c, home[0], home[1], home[2]) : -1;
-            wrong += *at(&subs[s], c, x, y, z) != want;
-            *received += crosses;
-          }
-        }
-  }
-  return wrong;
-}
-
 /* Exchanges the halos of windows one cell wider than the boxes of dc, periodic along the axes
- * where period[a] > 0, and returns count_wrong's count (-1 when the plan fails). */
+ * where period[a] > 0, and returns halo_values_wrong's count (-1 when the plan fails). */
 static long exchange_and_count(const ts_decomp *dc, const int period[3], const uint32_t *mask,
                                long *received) {
   sub_data subs[COUNT];
@@ -132,7 +87,7 @@ static long exchange_and_count(const ts_decomp *dc, const int period[3], const u
     ts_halo_start(plan, fields, fields);
     ts_halo_finish(plan, fields);
     ts_halo_plan_destroy(plan);
-    wrong = count_wrong(dc, subs, mask, received);
+    wrong = halo_values_wrong(dc, subs, mask, NULL, 0, received);
   }
   release(subs, dc->count);
   return wrong;
@@ -181,7 +136,7 @@ int main(void) {
   CHECK(ts_halo_plan_create(&plan, ts_comm_world(), &spec) == TS_OK, "halo plan");
   ts_halo_start(plan, fields, fields);
   ts_halo_finish(plan, fields);
-  long received = 0, wrong = count_wrong(&dc, subs, mask, &received);
+  long received = 0, wrong = halo_values_wrong(&dc, subs, mask, NULL, 0, &received);
   CHECK(wrong == 0, "halo cells: %ld values received, %ld wrong", received, wrong);
   int64_t remote, local;
   ts_halo_volume(plan, &remote, &local);
