@@ -68,6 +68,24 @@ typedef struct ts_swe_parallel {
   ts_swe_gpu_kernels kernels;   /* CUDA stage kernels (same results), default auto */
 } ts_swe_parallel;
 
+/* Rain: frames of a rate constant in time, frame k from t[k] to t[k + 1] (the last one to
+ * `end`), each either one rate for every cell or a grid of rates. Steps are shortened to land
+ * on the frame times, so a frame's rain enters exactly. No rain before t[0] or after `end`. */
+typedef struct ts_swe_rain {
+  int nframes;            /* 0: no rain */
+  const double *t;        /* start of each frame (s), increasing */
+  double end;             /* end of the last frame (s), INFINITY for none */
+  const double *rate;     /* uniform frames: the rate (m/s) of each; NULL with grids */
+  const ts_raster *grids; /* grid frames: rate (m/s) per cell (NODATA: none), bed's geometry */
+} ts_swe_rain;
+
+/* Losses (initial and continuing): a cell loses what is left of its initial loss, then the
+ * continuing loss rate, never more water than it holds. */
+typedef struct ts_swe_losses {
+  double initial, rate;                      /* m and m/s, where no grid is given */
+  const ts_raster *initial_grid, *rate_grid; /* per cell, bed's geometry (NULL: the numbers) */
+} ts_swe_losses;
+
 typedef struct ts_swe_params {
   ts_precision precision; /* storage and arithmetic precision of the state */
   double gravity;         /* m/s2, default 9.81 */
@@ -82,6 +100,8 @@ typedef struct ts_swe_params {
                      0 off, -1 auto (on unless nearly every tile is active at the first step) */
   double arrival_depth; /* depth (m) that defines the first arrival time, default 0.01 */
   ts_swe_bc bc[4];      /* indexed by TS_WEST..TS_NORTH */
+  ts_swe_rain rain;     /* copied by ts_swe_create */
+  ts_swe_losses losses; /* copied by ts_swe_create */
   ts_swe_parallel parallel;
 } ts_swe_params;
 
@@ -138,8 +158,11 @@ typedef enum ts_swe_var {
   TS_SWE_SPEED, /* |velocity| (m/s) */
   TS_SWE_MAX_H, /* maximum depth since t = 0 */
   TS_SWE_MAX_SPEED,
-  TS_SWE_ARRIVAL, /* first time the depth exceeded arrival_depth, NaN where it never did */
-  TS_SWE_MAX_ETA  /* maximum water-surface elevation (NaN where never wet) */
+  TS_SWE_ARRIVAL,    /* first time the depth exceeded arrival_depth, NaN where it never did */
+  TS_SWE_MAX_ETA,    /* maximum water-surface elevation (NaN where never wet) */
+  TS_SWE_DURATION,   /* time (s) spent deeper than arrival_depth */
+  TS_SWE_MAX_HAZARD, /* maximum hazard rating depth x (speed + 0.5) (m2/s) */
+  TS_SWE_LOSS        /* water taken by the losses so far (m) */
 } ts_swe_var;
 
 /* Collective. Copies a variable into out[i + j * nx] (j = 0 south) in double on rank 0 (out is
@@ -166,7 +189,16 @@ double ts_swe_get_cell(const ts_swe *s, ts_swe_var var, int i, int j);
 /* Collective. Water volume (m3) over active cells, summed exactly (the same bits for any split). */
 double ts_swe_volume(const ts_swe *s);
 int64_t ts_swe_active_cells(const ts_swe *s); /* cells that are not NODATA */
-int64_t ts_swe_wet_cells(const ts_swe *s);    /* collective: active cells with depth > dry_depth */
+
+/* Volumes (m3) that entered and left since t = 0: rain, through the open sides (inflow and
+ * outflow, whatever their kind), and to the losses. Each is summed exactly over the cells, so
+ * it is the same for any split; the water volume then closes the budget to rounding. */
+typedef struct ts_swe_budget {
+  double rain, inflow, outflow, losses;
+} ts_swe_budget;
+/* Collective. */
+ts_status ts_swe_budget_get(const ts_swe *s, ts_swe_budget *out);
+int64_t ts_swe_wet_cells(const ts_swe *s); /* collective: active cells with depth > dry_depth */
 
 /* Collective. Activity of the tiles of the whole grid: a tile is active when it or one of its 8
  * neighbours holds water. Subdomains skip their own tiles by the same rule (early exit). */
@@ -192,6 +224,7 @@ ts_status ts_swe_move_boundary(ts_swe *s, int a, int b, int delta);
  * waiting for messages, unpacking. */
 typedef struct ts_swe_sub_stats {
   int rank;
+  int device; /* CUDA device, -1 on the CPU */
   ts_box box;
   double compute, pack, wait, unpack;
 } ts_swe_sub_stats;

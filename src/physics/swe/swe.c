@@ -59,6 +59,20 @@ static ts_status check_params(const ts_swe_params *p) {
     if (bc->type == TS_BC_INFLOW && (bc->npoints < 1 || !bc->t || !bc->q))
       return ts_error(TS_ERR_INPUT, "swe: an inflow boundary needs a hydrograph");
   }
+  const ts_swe_rain *rain = &p->rain;
+  if (rain->nframes < 0 || (rain->nframes > 0 && (!rain->t || (!rain->rate == !rain->grids))))
+    return ts_error(TS_ERR_INPUT, "swe: rain needs frame times and either rates or grids");
+  for (int f = 0; f < rain->nframes; f++) {
+    double next = f + 1 < rain->nframes ? rain->t[f + 1] : rain->end;
+    if (!isfinite(rain->t[f]) || !(next > rain->t[f]))
+      return ts_error(TS_ERR_INPUT, "swe: rain frame times must increase (frame %d at %g s)", f,
+                      rain->t[f]);
+    if (rain->rate && !(rain->rate[f] >= 0 && isfinite(rain->rate[f])))
+      return ts_error(TS_ERR_INPUT, "swe: rain rate must be >= 0 (got %g)", rain->rate[f]);
+  }
+  if (!(p->losses.initial >= 0 && p->losses.rate >= 0 && isfinite(p->losses.initial) &&
+        isfinite(p->losses.rate)))
+    return ts_error(TS_ERR_INPUT, "swe: losses must be >= 0");
   return TS_OK;
 }
 
@@ -91,6 +105,71 @@ static void count_active(ts_swe *s, const ts_raster *bed) {
     s->active_cells += !ts_raster_is_nodata(bed, bed->v[c]);
 }
 
+/* The rain frames (times, rates or grids, and each frame's rate summed over the active cells
+ * as the working precision holds it) and the loss grids, copied. */
+static ts_status copy_sources(ts_swe *s, const ts_swe_params *params) {
+  const ts_swe_rain *rain = &params->rain;
+  int n = rain->nframes;
+  s->rain_frame = -1;
+  s->p.rain.t = s->p.rain.rate = NULL;
+  s->p.rain.grids = NULL;
+  s->p.losses.initial_grid = s->p.losses.rate_grid = NULL;
+  if (params->losses.initial_grid)
+    TS_CALL(copy_raster(&s->loss_initial, params->losses.initial_grid));
+  if (params->losses.rate_grid)
+    TS_CALL(copy_raster(&s->loss_rate, params->losses.rate_grid));
+  if (n == 0)
+    return TS_OK;
+  s->rain_t = malloc(sizeof(double) * (size_t)n);
+  s->rain_sums = calloc((size_t)n, sizeof(double));
+  if (rain->rate)
+    s->rain_rate = malloc(sizeof(double) * (size_t)n);
+  else
+    s->rain_grids = calloc((size_t)n, sizeof(ts_raster));
+  if (!s->rain_t || !s->rain_sums || (!s->rain_rate && !s->rain_grids))
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  memcpy(s->rain_t, rain->t, sizeof(double) * (size_t)n);
+  int is_double = params->precision == TS_DOUBLE;
+  for (int f = 0; f < n; f++) {
+    if (rain->rate) {
+      s->rain_rate[f] = rain->rate[f];
+      double r = is_double ? rain->rate[f] : (double)(float)rain->rate[f];
+      s->rain_sums[f] = r * (double)s->active_cells;
+      continue;
+    }
+    TS_CALL(check_raster(&s->bed, &rain->grids[f], "rain"));
+    TS_CALL(copy_raster(&s->rain_grids[f], &rain->grids[f]));
+    const ts_raster *g = &s->rain_grids[f];
+    ts_exact_sum sum = {0, 0};
+    for (int64_t c = 0; c < (int64_t)s->nx * s->ny; c++) {
+      if (ts_raster_is_nodata(&s->bed, s->bed.v[c]) || ts_raster_is_nodata(g, g->v[c]))
+        continue;
+      ts_exact_sum_add(&sum, is_double ? g->v[c] : (double)(float)g->v[c]);
+    }
+    s->rain_sums[f] = ts_exact_sum_value(sum);
+  }
+  s->p.rain.t = s->rain_t;
+  s->p.rain.rate = s->rain_rate;
+  s->p.rain.grids = s->rain_grids;
+  return TS_OK;
+}
+
+int swe_rain_frame(const ts_swe *s, double t) {
+  const ts_swe_rain *rain = &s->p.rain;
+  int f = -1;
+  while (f + 1 < rain->nframes && rain->t[f + 1] <= t)
+    f++;
+  return f >= 0 && (f + 1 < rain->nframes || t < rain->end) ? f : -1;
+}
+
+double swe_rain_next_time(const ts_swe *s, double t) {
+  const ts_swe_rain *rain = &s->p.rain;
+  for (int f = 0; f < rain->nframes; f++)
+    if (rain->t[f] > t)
+      return rain->t[f];
+  return rain->nframes > 0 && rain->end > t ? rain->end : INFINITY;
+}
+
 /* Threads: one part takes them all; several share them (nested when there are more threads
  * than parts). */
 static void assign_threads(ts_swe *s) {
@@ -120,6 +199,22 @@ static ts_status resolve_backend(ts_swe *s) {
                       par->devices[d], gpus);
   s->gpus = gpus;
   return TS_OK;
+}
+
+/* subdomains = auto: on the CPU one per rank; on GPUs one per device of the rank, the listed
+ * (or all) devices of a node shared among its ranks (OpenMPI's local size), the same number on
+ * every rank (the most any rank has). */
+static int auto_parts_per_rank(const ts_swe *s) {
+  if (s->backend != TS_BACKEND_CUDA)
+    return 1;
+  const ts_swe_parallel *par = &s->p.parallel;
+  int devices = par->ndevices > 0 ? par->ndevices : s->gpus;
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  int ranks_here = local && atoi(local) > 0 ? atoi(local) : 1;
+  double per_rank = devices / ranks_here > 1 ? devices / ranks_here : 1;
+  if (ts_comm_max(s->comm, &per_rank, 1) != TS_OK)
+    return 1;
+  return (int)per_rank;
 }
 
 /* The device of this rank's k-th part: the listed (or all) devices in turn, ranks of a node
@@ -158,12 +253,14 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
   }
   count_active(s, bed);
   TS_CALL(copy_raster(&s->bed, bed));
+  TS_CALL(copy_sources(s, params));
   if (in->friction) {
     TS_CALL(copy_raster(&s->friction, in->friction));
     s->has_friction = 1;
   }
   const ts_swe_parallel *par = &params->parallel;
-  int count = par->subdomains > 0 ? par->subdomains : s->nranks;
+  TS_CALL(resolve_backend(s));
+  int count = par->subdomains > 0 ? par->subdomains : s->nranks * auto_parts_per_rank(s);
   if (count < s->nranks)
     return ts_error(TS_ERR_INPUT, "swe: %d subdomains for %d ranks: every rank needs at least one",
                     count, s->nranks);
@@ -172,7 +269,6 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
   s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : 1;
   s->tuning = par->ghost_expansion > 0 || count == 1 ? -1 : 0;
   s->halo_width = SWE_STAGE_REACH * (params->rk_order == 1 ? 1 : 2) * s->ghost_expansion;
-  TS_CALL(resolve_backend(s));
   s->sub_device = calloc((size_t)count, sizeof *s->sub_device);
   s->sub_rank = malloc(sizeof(int) * (size_t)count);
   s->by_sub = calloc((size_t)count, sizeof *s->by_sub);
@@ -250,6 +346,14 @@ void ts_swe_destroy(ts_swe *s) {
     free(s->bc_t[side]);
     free(s->bc_q[side]);
   }
+  for (int f = 0; s->rain_grids && f < s->p.rain.nframes; f++)
+    ts_raster_free(&s->rain_grids[f]);
+  free(s->rain_grids);
+  free(s->rain_t);
+  free(s->rain_rate);
+  free(s->rain_sums);
+  ts_raster_free(&s->loss_initial);
+  ts_raster_free(&s->loss_rate);
   free(s);
 }
 
@@ -259,11 +363,12 @@ static void reset_part(swe_part *p, const ts_raster *eta) {
   for (int64_t c = 0; c < p->plane; c++) {
     p->max_h[c] = p->max_speed[c] = 0;
     p->arrival[c] = p->max_eta[c] = NAN;
+    p->duration[c] = p->max_hazard[c] = p->loss[c] = p->inflow[c] = p->outflow[c] = 0;
   }
   p->t = 0;
   swe_part_changed_on_host(p); /* the device's clock too */
   p->k->tile_mask(p, (swe_region){0, p->nx, 0, p->ny});
-  p->k->maxima(p);
+  p->k->maxima(p, 0);
 }
 
 ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
@@ -317,25 +422,46 @@ ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken) {
   return TS_OK;
 }
 
+/* The parts take the rain frame of time t when it is not the one they hold. */
+static void take_rain_frame(ts_swe *s) {
+  int frame = swe_rain_frame(s, s->t);
+  if (frame == s->rain_frame)
+    return;
+  s->rain_frame = frame;
+  for (int k = 0; k < s->nparts; k++)
+    swe_part_set_rain(s->parts[k], s, frame);
+}
+
+/* Steps land on the rain's frame times, so each step lies in one frame, whose rain it adds to
+ * the budget. */
 ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, ts_swe_run *out) {
   out->taken = 0;
   if (!(target > s->t))
     return ts_error(TS_ERR_INTERNAL, "swe: target time %g is not after %g", target, s->t);
   if (max_steps < 1)
     return TS_OK;
+  target = fmin(target, swe_rain_next_time(s, s->t));
+  stop = fmin(stop, target);
+  take_rain_frame(s);
+  ts_status st;
   s->ran_on_device = swe_steps_on_device(s);
   if (s->ran_on_device) {
     swe_steps_report report;
-    ts_status st = swe_run_on_device(s, target, stop, max_steps, &report);
+    st = swe_run_on_device(s, target, stop, max_steps, &report);
     *out = report.steps;
-    return st;
+  } else {
+    double dt = 0;
+    st = s->tuning >= 0 ? tuned_step(s, target, &dt) : swe_step(s, target, &dt);
+    if (st == TS_OK) {
+      out->taken = 1;
+      out->t[0] = s->t;
+      out->dt[0] = dt;
+    }
   }
-  double dt;
-  TS_CALL(s->tuning >= 0 ? tuned_step(s, target, &dt) : swe_step(s, target, &dt));
-  out->taken = 1;
-  out->t[0] = s->t;
-  out->dt[0] = dt;
-  return TS_OK;
+  double rain_per_s = s->rain_frame >= 0 ? s->rain_sums[s->rain_frame] : 0;
+  for (int q = 0; q < out->taken; q++)
+    s->rain_volume += rain_per_s * out->dt[q] * s->grid.dx[0] * s->grid.dx[1];
+  return st;
 }
 
 /* The watched cells of a part, as its element indices. */
@@ -445,6 +571,28 @@ double ts_swe_volume(const ts_swe *s) {
   if (ts_comm_exact_sum(s->comm, &sum) != TS_OK)
     return NAN;
   return ts_exact_sum_value(sum) * s->grid.dx[0] * s->grid.dx[1];
+}
+
+ts_status ts_swe_budget_get(const ts_swe *s, ts_swe_budget *out) {
+  parts_to_host(s);
+  ts_exact_sum sums[3] = {{0, 0}, {0, 0}, {0, 0}};
+  for (int k = 0; k < s->nparts; k++) {
+    const swe_part *p = s->parts[k];
+    double *const records[3] = {p->inflow, p->outflow, p->loss};
+    for (int j = p->own.j0; j < p->own.j1; j++)
+      for (int i = p->own.i0; i < p->own.i1; i++) {
+        int64_t c = swe_index(p, i, j);
+        for (int r = 0; r < 3; r++)
+          ts_exact_sum_add(&sums[r], records[r][c]);
+      }
+  }
+  for (int r = 0; r < 3; r++)
+    TS_CALL(ts_comm_exact_sum(s->comm, &sums[r]));
+  out->rain = s->rain_volume;
+  out->inflow = ts_exact_sum_value(sums[0]);
+  out->outflow = ts_exact_sum_value(sums[1]);
+  out->losses = ts_exact_sum_value(sums[2]) * s->grid.dx[0] * s->grid.dx[1];
+  return TS_OK;
 }
 
 int64_t ts_swe_wet_cells(const ts_swe *s) {
@@ -639,43 +787,54 @@ ts_status ts_swe_move_boundary(ts_swe *s, int a, int b, int delta) {
 
 ts_status ts_swe_stats(const ts_swe *s, ts_swe_sub_stats *stats) {
   int nsub = s->decomp.count;
-  double *t = calloc((size_t)nsub * 4, sizeof *t);
+  enum { PER_SUB = 5 }; /* compute, pack, wait, unpack, device + 1 */
+  double *t = calloc((size_t)nsub * PER_SUB, sizeof *t);
   if (!t)
     return ts_error(TS_ERR_NOMEM, "out of memory");
   for (int k = 0; k < s->nparts; k++) {
     int sub = s->parts[k]->sub;
     ts_halo_times h = ts_halo_times_of(s->halo, sub);
-    t[4 * sub] = s->parts[k]->compute_s;
-    t[4 * sub + 1] = h.pack + s->halo_times[sub].pack;
-    t[4 * sub + 2] = h.wait + s->halo_times[sub].wait;
-    t[4 * sub + 3] = h.unpack + s->halo_times[sub].unpack;
+    double *row = t + PER_SUB * sub;
+    row[0] = s->parts[k]->compute_s;
+    row[1] = h.pack + s->halo_times[sub].pack;
+    row[2] = h.wait + s->halo_times[sub].wait;
+    row[3] = h.unpack + s->halo_times[sub].unpack;
+    row[4] = s->parts[k]->device + 1;
   }
-  ts_status st = ts_comm_max(s->comm, t, 4 * nsub);
-  for (int sub = 0; sub < nsub && st == TS_OK; sub++)
+  ts_status st = ts_comm_max(s->comm, t, PER_SUB * nsub);
+  for (int sub = 0; sub < nsub && st == TS_OK; sub++) {
+    const double *row = t + PER_SUB * sub;
     stats[sub] = (ts_swe_sub_stats){.rank = s->sub_rank[sub],
+                                    .device = (int)row[4] - 1,
                                     .box = s->decomp.boxes[sub],
-                                    .compute = t[4 * sub],
-                                    .pack = t[4 * sub + 1],
-                                    .wait = t[4 * sub + 2],
-                                    .unpack = t[4 * sub + 3]};
+                                    .compute = row[0],
+                                    .pack = row[1],
+                                    .wait = row[2],
+                                    .unpack = row[3]};
+  }
   free(t);
   return st;
 }
 
 /* ------------------------------------------------------------------ checkpoints */
 
-/* Checkpoint blob: a header, then w, hu, hv, w_carry (working precision) and the four maxima
- * (double) of every cell of the grid, in grid order. */
+/* Checkpoint blob: a header (with the rain fallen so far), then w, hu, hv, w_carry (working
+ * precision), the four maxima and the five records (double) of every cell of the grid, in grid
+ * order. */
 typedef struct swe_checkpoint_header {
   char magic[8];
   int32_t nx, ny, real_size, reserved;
   double t;
   int64_t steps;
+  double rain_volume;
 } swe_checkpoint_header;
+
+enum { CHECKPOINT_ARRAYS = 13 };
+static const char checkpoint_magic[8] = "TSSWE03";
 
 static size_t checkpoint_bytes(const ts_swe *s) {
   return sizeof(swe_checkpoint_header) +
-         (size_t)s->nx * s->ny * (4 * (size_t)s->p.precision + 4 * sizeof(double));
+         (size_t)s->nx * s->ny * (4 * (size_t)s->p.precision + 9 * sizeof(double));
 }
 
 ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes) {
@@ -683,10 +842,11 @@ ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes) {
   return TS_OK;
 }
 
-/* Array `which` of a part: 0..3 the state, 4..7 the maxima. */
+/* Array `which` of a part: 0..3 the state, 4..7 the maxima, 8..12 the records. */
 static char *part_array(const swe_part *p, int which) {
-  void *arrays[8] = {p->w,     p->hu,        p->hv,      p->w_carry,
-                     p->max_h, p->max_speed, p->arrival, p->max_eta};
+  void *arrays[CHECKPOINT_ARRAYS] = {
+      p->w,       p->hu,       p->hv,         p->w_carry, p->max_h,  p->max_speed, p->arrival,
+      p->max_eta, p->duration, p->max_hazard, p->loss,    p->inflow, p->outflow};
   return arrays[which];
 }
 
@@ -705,17 +865,18 @@ ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes) {
     return ts_error(TS_ERR_INTERNAL, "swe: checkpoint buffer has the wrong size");
   char *p = blob;
   if (s->rank == 0) {
-    swe_checkpoint_header h = {.magic = "TSSWE02",
-                               .nx = s->nx,
+    swe_checkpoint_header h = {.nx = s->nx,
                                .ny = s->ny,
                                .real_size = (int32_t)s->p.precision,
                                .t = s->t,
-                               .steps = s->steps};
+                               .steps = s->steps,
+                               .rain_volume = s->rain_volume};
+    memcpy(h.magic, checkpoint_magic, sizeof h.magic);
     memcpy(p, &h, sizeof h);
     p += sizeof h;
   }
   size_t cells = (size_t)s->nx * s->ny;
-  for (int which = 0; which < 8; which++) {
+  for (int which = 0; which < CHECKPOINT_ARRAYS; which++) {
     size_t elem = array_elem(s->parts[0], which);
     TS_CALL(gather_cells(s, elem, write_raw, &which, p));
     if (p)
@@ -729,7 +890,7 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
   if (bytes < sizeof h)
     return ts_error(TS_ERR_INPUT, "checkpoint is truncated");
   memcpy(&h, blob, sizeof h);
-  if (memcmp(h.magic, "TSSWE02", 8) != 0)
+  if (memcmp(h.magic, checkpoint_magic, sizeof h.magic) != 0)
     return ts_error(TS_ERR_INPUT, "checkpoint is not a Tessera shallow-water checkpoint");
   if (h.nx != s->nx || h.ny != s->ny || h.real_size != (int32_t)s->p.precision)
     return ts_error(TS_ERR_INPUT,
@@ -744,7 +905,7 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
   for (int k = 0; k < s->nparts; k++) {
     swe_part *p = s->parts[k];
     const char *a = data;
-    for (int which = 0; which < 8; which++) {
+    for (int which = 0; which < CHECKPOINT_ARRAYS; which++) {
       size_t elem = array_elem(p, which);
       char *dst = part_array(p, which);
       for (int j = 0; j < p->ny; j++)
@@ -759,6 +920,7 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
   }
   s->t = h.t;
   s->steps = h.steps;
+  s->rain_volume = h.rain_volume;
   s->cycle = 0;
   return TS_OK;
 }

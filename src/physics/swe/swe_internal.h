@@ -69,6 +69,16 @@ typedef struct swe_part {
 
   /* Maxima since t = 0 (double, `plane` elements). */
   double *max_h, *max_speed, *arrival, *max_eta;
+  /* Also since t = 0 (double, `plane` elements): time deeper than arrival_depth, maximum hazard
+   * rating, water taken by the losses (m), and volumes (m3) in and out through the faces of the
+   * cell on global sides. */
+  double *duration, *max_hazard, *loss, *inflow, *outflow;
+
+  /* Sources: the rain rate (m/s) of the current frame, per cell in rain (NULL: rain_rate for
+   * every cell), 0 outside the frames; the losses' per-cell initial loss (m) and rate (m/s) in
+   * loss_initial and loss_rate (working precision; NULL: the parameters' numbers). */
+  double rain_rate;
+  void *rain, *loss_initial, *loss_rate;
 
   /* Activity mask per tile of the window. */
   int tiles_x, tiles_y;
@@ -86,6 +96,18 @@ typedef struct swe_part {
 typedef struct swe_inputs {
   const ts_raster *bed, *h0, *hu0, *hv0, *friction;
 } swe_inputs;
+
+/* Whether a run has sources (rain or losses) and open sides (water through the boundaries). */
+static inline int swe_has_sources(const ts_swe_params *p) {
+  return p->rain.nframes > 0 || p->losses.initial > 0 || p->losses.rate > 0 ||
+         p->losses.initial_grid || p->losses.rate_grid;
+}
+static inline int swe_has_open_sides(const ts_swe_params *p) {
+  for (int side = 0; side < 4; side++)
+    if (p->bc[side].type != TS_BC_WALL)
+      return 1;
+  return 0;
+}
 
 struct swe_kernels {
   /* Fills bed, state and friction of the window from the global rasters. */
@@ -124,11 +146,20 @@ struct swe_kernels {
   void (*watched_to_host)(swe_part *s, int k);
   void (*impose_inflow)(swe_part *s, double t);
   void (*drain)(swe_part *s, swe_region r, double dt);
+  /* Before the update of stage `stage` (at time t, of length dt): the water through the open
+   * global sides of the owned edge cells, times the stage's RK weight, added to inflow and
+   * outflow (swe_boundary_flux). */
+  void (*boundary_flux)(swe_part *s, double t, double dt, int stage);
+  /* After the step of length dt: rain and losses on the cells of r (swe_source_cell). */
+  void (*sources)(swe_part *s, swe_region r, double dt);
+  /* GPU backends (NULL on the CPU): the rain of the current frame changed on the host. */
+  void (*rain_changed)(swe_part *s);
   /* Euler stage on the cells of r; returns nonzero on a non-finite value. */
   int (*update)(swe_part *s, swe_region r, double dt, int stage);
   /* Tile mask from the cells of `valid`; tiles reaching outside it count as wet. */
   void (*tile_mask)(swe_part *s, swe_region valid);
-  void (*maxima)(swe_part *s); /* of the owned cells at time s->t */
+  /* The flood maps of the owned cells at time s->t after a step of dt (swe_record_cell). */
+  void (*maxima)(swe_part *s, double dt);
   void (*refresh_velocities)(swe_part *s, swe_region r);
   double (*get_cell)(const swe_part *s, ts_swe_var var, int i, int j); /* local, active cell */
   void (*volume)(const swe_part *s, ts_exact_sum *sum);                /* owned cells */
@@ -267,6 +298,12 @@ struct ts_swe {
   ts_raster bed, friction; /* copies of the global inputs, to build parts when boundaries move */
   int has_friction;
   double *bc_t[4], *bc_q[4];
+  double *rain_t, *rain_rate;        /* copies of the rain frames' times and uniform rates */
+  ts_raster *rain_grids;             /* copies of the rain frames' grids (NULL: uniform frames) */
+  ts_raster loss_initial, loss_rate; /* copies of the loss grids (v NULL: none) */
+  int rain_frame;                    /* the frame the parts hold (-1: no rain now) */
+  double *rain_sums;                 /* per frame: the rates summed over the active cells (m/s) */
+  double rain_volume;                /* m3 fallen since t = 0 */
   int bc_cells[4];
   int64_t active_cells;
   double t;
@@ -278,6 +315,11 @@ struct ts_swe {
 
 /* Gives a new part the solver's watched cells (ts_swe_watch). */
 ts_status swe_watch_new_part(const ts_swe *s, swe_part *p);
+/* swe.c: the rain frame that holds at time t (-1: none), and the first frame time after t. */
+int swe_rain_frame(const ts_swe *s, double t);
+double swe_rain_next_time(const ts_swe *s, double t);
+/* swe_part.c: the part's rain for a frame (-1: none), from the solver's frames. */
+void swe_part_set_rain(swe_part *part, const ts_swe *s, int frame);
 /* swe_part.c: building, destroying and describing parts. */
 /* device: the CUDA device of the part when the solver's backend is cuda (ignored otherwise). */
 ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
@@ -289,7 +331,8 @@ void swe_part_destroy(swe_part *part);
 void swe_part_to_host(swe_part *part);
 void swe_part_changed_on_host(swe_part *part);
 /* The state fields of a part for the halo engine: w, hu, hv, w_carry; with maxima also the
- * four maxima (for migration). Returns the number of fields. */
+ * four maxima and the five records after them (for migration). Returns the number of fields. */
+#define SWE_MIGRATED_FIELDS 3
 int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out);
 
 /* swe_step.c: the decomposed step, exchanges and rebuilding the parts. */

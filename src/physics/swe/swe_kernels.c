@@ -306,6 +306,9 @@ static double cell_value(const swe_part *s, ts_swe_var var, int64_t c) {
   case TS_SWE_MAX_SPEED: return s->max_speed[c];
   case TS_SWE_ARRIVAL: return s->arrival[c];
   case TS_SWE_MAX_ETA: return s->max_eta[c];
+  case TS_SWE_DURATION: return s->duration[c];
+  case TS_SWE_MAX_HAZARD: return s->max_hazard[c];
+  case TS_SWE_LOSS: return s->loss[c];
   }
   return NAN;
 }
@@ -378,34 +381,85 @@ static void kernels_tile_mask(swe_part *s, swe_region valid) {
       s->tile_list[s->ntile_list++] = k;
 }
 
-/* Maxima of depth, speed and surface and first arrival over the owned cells of active tiles
- * (cells of skipped tiles are dry). */
-static void kernels_maxima(swe_part *s) {
-  const ts_real *w = A(s->w), *bed = A(s->bed);
-  ts_real dry = (ts_real)s->p->dry_depth;
+/* The flood maps (swe_record_cell) of the owned cells of active tiles after a step of dt (cells
+ * of skipped tiles are dry). */
+static void kernels_maxima(swe_part *s, double dt) {
+  const ts_real *w = A(s->w), *bed = A(s->bed), *hu = A(s->hu), *hv = A(s->hv);
+  swe_maps m = {s->max_h,
+                s->max_speed,
+                s->arrival,
+                s->max_eta,
+                s->duration,
+                s->max_hazard,
+                s->p->arrival_depth,
+                s->t,
+                dt,
+                (ts_real)s->p->dry_depth,
+                swe_part_consts(s).kappa};
 #pragma omp parallel for schedule(dynamic, 4) num_threads(s->threads)
   for (int t = 0; t < s->ntile_list; t++) {
     int i0, i1, j0, j1;
     if (!tile_cells(s, s->tile_list[t], s->own, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++) {
+    for (int j = j0; j < j1; j++)
       for (int i = i0; i < i1; i++) {
         int64_t c = swe_index(s, i, j);
-        if (!s->active[c] || !(w[c] - bed[c] > dry))
-          continue;
-        double h = (double)(w[c] - bed[c]);
-        if (h > s->max_h[c])
-          s->max_h[c] = h;
-        double sp = cell_value(s, TS_SWE_SPEED, c);
-        if (sp > s->max_speed[c])
-          s->max_speed[c] = sp;
-        if (isnan(s->max_eta[c]) || (double)w[c] > s->max_eta[c])
-          s->max_eta[c] = (double)w[c];
-        if (isnan(s->arrival[c]) && h > s->p->arrival_depth)
-          s->arrival[c] = s->t;
+        if (s->active[c])
+          swe_record_cell(&m, c, w[c], bed[c], hu[c], hv[c]);
       }
+  }
+}
+
+/* The water through the open global sides of the owned edge cells in a stage at t of dt,
+ * weighted by the stage's RK weight, into the cells' inflow and outflow volumes
+ * (swe_boundary_flux). */
+static void kernels_boundary_flux(swe_part *s, double t, double dt, int stage) {
+  (void)stage;
+  double weight = s->p->rk_order == 2 ? 0.5 : 1.0;
+  swe_arrays a = swe_part_arrays(s);
+  swe_consts k = swe_part_consts(s);
+  double width = s->grid.dx[0];
+  for (int side = 0; side < 4; side++) {
+    const ts_swe_bc *bc = &s->p->bc[side];
+    if (bc->type == TS_BC_WALL || s->internal[side])
+      continue;
+    int inflow = bc->type == TS_BC_INFLOW;
+    ts_real q_in = inflow ? (ts_real)swe_inflow_unit(s, side, t, 0) : SWE_R(0);
+    int x_side = side < 2, lo = x_side ? s->own.j0 : s->own.i0, hi = x_side ? s->own.j1 : s->own.i1;
+    int edge =
+        side == TS_WEST ? 0 : (side == TS_EAST ? s->nx - 1 : (side == TS_SOUTH ? 0 : s->ny - 1));
+    for (int at = lo; at < hi; at++) {
+      int64_t c = x_side ? swe_index(s, edge, at) : swe_index(s, at, edge);
+      if (!s->active[c])
+        continue;
+      double into = weight * dt * width *
+                    (double)swe_boundary_flux(&a, &k, c, side, (ts_real)dt, inflow, q_in);
+      if (into > 0)
+        s->inflow[c] += into;
+      else
+        s->outflow[c] -= into;
     }
   }
+}
+
+/* Rain and losses of a step of dt on the active cells of r (swe_source_cell). */
+static void kernels_sources(swe_part *s, swe_region r, double dt) {
+  swe_arrays a = swe_part_arrays(s);
+  swe_consts k = swe_part_consts(s);
+  const ts_real *rain = A(s->rain), *initial = A(s->loss_initial), *rate = A(s->loss_rate);
+  ts_real dt_r = (ts_real)dt, rain_all = (ts_real)s->rain_rate * dt_r;
+  ts_real loss_all = (ts_real)s->p->losses.rate * dt_r;
+#pragma omp parallel for schedule(static) num_threads(s->threads)
+  for (int j = r.j0; j < r.j1; j++)
+    for (int i = r.i0; i < r.i1; i++) {
+      int64_t c = swe_index(s, i, j);
+      if (!s->active[c])
+        continue;
+      swe_source_cell(&a, c, rain ? rain[c] * dt_r : rain_all,
+                      initial ? (double)initial[c] : s->p->losses.initial,
+                      rate ? rate[c] * dt_r : loss_all, &s->loss[c]);
+      swe_cell_velocity(&a, &k, c);
+    }
 }
 
 static void kernels_tiles_wet(const swe_part *s, int tile, int ntx, int64_t *wet) {
@@ -425,6 +479,8 @@ const swe_kernels SWE_KERNELS = {
     .fluxes = kernels_fluxes,
     .impose_inflow = kernels_impose_inflow,
     .drain = kernels_drain,
+    .boundary_flux = kernels_boundary_flux,
+    .sources = kernels_sources,
     .update = kernels_update,
     .tile_mask = kernels_tile_mask,
     .maxima = kernels_maxima,

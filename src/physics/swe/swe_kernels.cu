@@ -112,8 +112,11 @@ __host__ __device__ static inline size_t watch_row_bytes(int n) {
 typedef struct swe_gpu {
   swe_arrays dev; /* device pointers, same layout as the host arrays */
   unsigned char *active;
-  double *max[4]; /* max_h, max_speed, arrival, max_eta */
-  swe_bits *amax; /* 2 */
+  double *max[4];                           /* max_h, max_speed, arrival, max_eta */
+  double *rec[5];                           /* duration, max_hazard, loss, inflow, outflow */
+  ts_real *rain, *loss_initial, *loss_rate; /* NULL where the host's are */
+  double *rain_rate;                        /* the current frame's uniform rate (m/s) */
+  swe_bits *amax;                           /* 2 */
   swe_clock *clock, *clock_host;
   double *log, *log_host; /* per step of a run: time after it, then its length */
   hydro_t hydro;
@@ -192,32 +195,6 @@ __device__ static inline void block_max(ts_real v, swe_bits *out) {
     v = swe_max(v, __shfl_down_sync(0xffffffffu, v, o));
   if ((threadIdx.x & 31) == 0 && v > 0)
     atomicMax(out, swe_to_bits(v));
-}
-
-/* Maxima since t = 0 of a cell with surface w over bed `bed` and discharges hu, hv at time t,
- * where it is wet (depth > dry): depth, speed, surface and the first arrival of `arrival`. */
-struct maxima_t {
-  double *h, *speed, *arrival, *eta;
-  double arrival_depth, t; /* t: set by the kernel from the clock (the end of the step) */
-  ts_real dry, kappa;
-};
-
-__device__ static inline void maxima_of_cell(const maxima_t *m, int64_t c, ts_real w, ts_real bed,
-                                             ts_real hu, ts_real hv) {
-  ts_real depth = w - bed;
-  if (!(depth > m->dry))
-    return;
-  double h = (double)depth;
-  double u = (double)swe_velocity(hu, depth, m->kappa);
-  double v = (double)swe_velocity(hv, depth, m->kappa), sp = sqrt(u * u + v * v);
-  if (h > m->h[c])
-    m->h[c] = h;
-  if (sp > m->speed[c])
-    m->speed[c] = sp;
-  if (isnan(m->eta[c]) || (double)w > m->eta[c])
-    m->eta[c] = (double)w;
-  if (isnan(m->arrival[c]) && h > m->arrival_depth)
-    m->arrival[c] = m->t;
 }
 
 /* ------------------------------------------------------------------ the tile engine
@@ -563,13 +540,14 @@ struct inflow_t {
 static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     k_stage(swe_arrays in, swe_arrays out, swe_consts k, region_t r, int64_t origin, int nx, int ny,
             swe_clock *clock, int stage, inflow_t inflow, tiles_t tiles, region_t own,
-            maxima_t maxima) {
+            swe_maps maxima) {
   extern __shared__ __align__(16) char shared_mem[];
   int i0, i1, j0, j1;
   if (clock->idle || !tile_place(r, tiles, &i0, &i1, &j0, &j1))
     return;
   ts_real dt = (ts_real)clock->dt;
   maxima.t = clock->t_after;
+  maxima.dt = clock->dt;
   tile_t t = tile_layout(shared_mem, i0, j0);
   tile_load(&t, &in, &in, stage == 1 ? &out : NULL, tiles, &k, origin, nx, ny);
   auto none = [](int, int, int, int) { return 0; };
@@ -628,7 +606,7 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
       any_bad |= swe_update_cell(&out, &t.a, &k, c, cf, dt, stage);
       /* the last stage records the step's maxima of the owned cells (k_maxima's work) */
       if (i >= own.i0 && i < own.i1 && j >= own.j0 && j < own.j1)
-        maxima_of_cell(&maxima, c, out.w[c], t.a.bed[cf], out.hu[c], out.hv[c]);
+        swe_record_cell(&maxima, c, out.w[c], t.a.bed[cf], out.hu[c], out.hv[c]);
     }
   }
   if (__syncthreads_or(any_bad) && threadIdx.x == 0 && threadIdx.y == 0)
@@ -728,16 +706,17 @@ __device__ static inline rcell_t row_cell(const swe_consts *k, rraw_t r) {
  * maxima (depth, speed, arrival, surface). */
 struct rkeep_t {
   ts_real w0, hu0, hv0, carry, friction;
-  double max_h, max_speed, arrival, max_eta;
+  double max_h, max_speed, arrival, max_eta, duration, hazard;
 };
 
-__device__ static inline rkeep_t row_fetch_kept(const swe_arrays *out, const maxima_t *m, int64_t c,
+__device__ static inline rkeep_t row_fetch_kept(const swe_arrays *out, const swe_maps *m, int64_t c,
                                                 int maxima) {
   rkeep_t r = {};
   r.w0 = out->w0[c], r.hu0 = out->hu0[c], r.hv0 = out->hv0[c], r.carry = out->w_carry[c];
   r.friction = out->friction ? out->friction[c] : SWE_R(0);
   if (maxima)
-    r.max_h = m->h[c], r.max_speed = m->speed[c], r.arrival = m->arrival[c], r.max_eta = m->eta[c];
+    r.max_h = m->h[c], r.max_speed = m->speed[c], r.arrival = m->arrival[c], r.max_eta = m->eta[c],
+    r.duration = m->duration[c], r.hazard = m->hazard[c];
   return r;
 }
 
@@ -799,7 +778,7 @@ struct row_window_t {
  * registers with what `kept` fetched), and its maxima where `maxima`; returns nonzero for a
  * non-finite value. */
 __device__ static inline int row_update(const swe_arrays *out, const swe_consts *k,
-                                        const maxima_t *m, int64_t c, ts_real dt, int stage,
+                                        const swe_maps *m, int64_t c, ts_real dt, int stage,
                                         rcell_t cell, rkeep_t kept, int maxima,
                                         const ts_real fx_w[3], const ts_real fx_e[3],
                                         const ts_real fy_s[3], const ts_real fy_n[3], ts_real src_x,
@@ -827,10 +806,15 @@ __device__ static inline int row_update(const swe_arrays *out, const swe_consts 
   out->w[c] = w[0], out->hu[c] = hu[0], out->hv[c] = hv[0], out->w_carry[c] = carry[0];
   if (maxima) {
     double h[1] = {kept.max_h}, sp[1] = {kept.max_speed}, arr[1] = {kept.arrival};
-    double eta[1] = {kept.max_eta};
-    maxima_t one = *m;
-    one.h = h, one.speed = sp, one.arrival = arr, one.eta = eta;
-    maxima_of_cell(&one, 0, w[0], cell.bed, hu[0], hv[0]);
+    double eta[1] = {kept.max_eta}, dur[1] = {kept.duration}, haz[1] = {kept.hazard};
+    swe_maps one = *m;
+    one.h = h, one.speed = sp, one.arrival = arr, one.eta = eta, one.duration = dur;
+    one.hazard = haz;
+    swe_record_cell(&one, 0, w[0], cell.bed, hu[0], hv[0]);
+    if (dur[0] != kept.duration)
+      m->duration[c] = dur[0];
+    if (haz[0] != kept.hazard)
+      m->hazard[c] = haz[0];
     if (h[0] != kept.max_h)
       m->h[c] = h[0];
     if (sp[0] != kept.max_speed)
@@ -863,7 +847,7 @@ template <bool FUSED>
 static __global__ void __launch_bounds__(32 * ROW_WARPS, ROW_MIN_BLOCKS)
     k_rows(swe_arrays in, swe_arrays out, swe_consts k, region_t r, region_t own, int64_t origin,
            int nx, int ny, swe_clock *clock, int stage, inflow_t inflow, tiles_t tiles,
-           maxima_t maxima, swe_bits *amax, int seg) {
+           swe_maps maxima, swe_bits *amax, int seg) {
   int io0 = r.i0 + (int)(blockIdx.x * ROW_WARPS + threadIdx.y) * ROW_OUT;
   int jo0 = r.j0 + (int)blockIdx.y * seg;
   if (clock->idle || io0 >= r.i1)
@@ -876,6 +860,7 @@ static __global__ void __launch_bounds__(32 * ROW_WARPS, ROW_MIN_BLOCKS)
   int mine = lane >= RING && i < io1; /* an output column */
   ts_real dt = FUSED ? (ts_real)clock->dt : SWE_R(0);
   maxima.t = clock->t_after;
+  maxima.dt = clock->dt;
   const swe_arrays *start = FUSED && stage == 1 ? &out : NULL;
   ts_real q_in[4];
   for (int side = 0; side < 4; side++)
@@ -1017,15 +1002,54 @@ static dim3 rows_for(swe_region r, int sms, int *seg) {
 }
 
 /* The maxima of the owned cells at the end of the step (or at the clock's time outside steps). */
-static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, maxima_t m,
+static __global__ void k_maxima(swe_arrays a, region_t own, int64_t origin, swe_maps m,
                                 tiles_t tiles, const swe_clock *clock) {
   int i, j;
-  if (!cell_of(own, 0, 0, &i, &j) || !tile_on(tiles, i, j))
+  if (clock->idle || !cell_of(own, 0, 0, &i, &j) || !tile_on(tiles, i, j))
     return;
   m.t = clock->t_after;
+  m.dt = clock->dt;
   int64_t c = origin + i + j * a.row;
   if (a.active[c])
-    maxima_of_cell(&m, c, a.w[c], a.bed[c], a.hu[c], a.hv[c]);
+    swe_record_cell(&m, c, a.w[c], a.bed[c], a.hu[c], a.hv[c]);
+}
+
+/* The water through global side `side` of the owned edge cells [lo, hi) along it in a stage
+ * (swe_boundary_flux), times the stage's RK weight, into their inflow and outflow volumes. */
+static __global__ void k_boundary(swe_arrays a, swe_consts k, int side, int lo, int hi, int edge,
+                                  int64_t origin, const swe_clock *clock, int stage, int inflow,
+                                  double weight, double width, double *in_vol, double *out_vol) {
+  int at = lo + (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (clock->idle || at >= hi)
+    return;
+  int i = side < 2 ? edge : at, j = side < 2 ? at : edge;
+  swe_idx c = (swe_idx)(origin + i + (int64_t)j * a.row);
+  if (!a.active[c])
+    return;
+  ts_real q_in = inflow ? (ts_real)clock->qunit[stage][side] : SWE_R(0);
+  double into = weight * clock->dt * width *
+                (double)swe_boundary_flux(&a, &k, c, side, (ts_real)clock->dt, inflow, q_in);
+  if (into > 0)
+    in_vol[c] += into;
+  else
+    out_vol[c] -= into;
+}
+
+/* Rain and losses of the step on the active cells of r (swe_source_cell). */
+static __global__ void k_sources(swe_arrays a, region_t r, int64_t origin, const swe_clock *clock,
+                                 const double *rain_rate, const ts_real *rain,
+                                 const ts_real *initial, const ts_real *rate, double loss_initial,
+                                 double loss_rate, double *lost) {
+  int i, j;
+  if (clock->idle || !cell_of(r, 0, 0, &i, &j))
+    return;
+  int64_t c = origin + i + (int64_t)j * a.row;
+  if (!a.active[c])
+    return;
+  ts_real dt = (ts_real)clock->dt;
+  swe_source_cell(&a, (swe_idx)c, rain ? rain[c] * dt : (ts_real)*rain_rate * dt,
+                  initial ? (double)initial[c] : loss_initial,
+                  rate ? rate[c] * dt : (ts_real)loss_rate * dt, &lost[c]);
 }
 
 /* Tile wet flags: one block per tile; a tile reaching outside `valid` counts as wet. */
@@ -1158,13 +1182,16 @@ static tiles_t tiles_of(const swe_part *s) {
   return tiles_t{gpu_of(s)->tile_on, s->p->tile_size, s->tiles_x};
 }
 
-static maxima_t maxima_of(const swe_part *s) {
+static swe_maps maxima_of(const swe_part *s) {
   const swe_gpu *g = gpu_of(s);
-  return maxima_t{g->max[0],
+  return swe_maps{g->max[0],
                   g->max[1],
                   g->max[2],
                   g->max[3],
+                  g->rec[0],
+                  g->rec[1],
                   s->p->arrival_depth,
+                  0,
                   0,
                   (ts_real)s->p->dry_depth,
                   swe_part_consts(s).kappa};
@@ -1384,7 +1411,8 @@ static void gpu_tile_mask(swe_part *s, swe_region valid) {
 }
 
 /* The maxima of the step, unless the last stage's kernel already recorded them. */
-static void gpu_maxima(swe_part *s) {
+static void gpu_maxima(swe_part *s, double dt) {
+  (void)dt; /* the clock's */
   swe_gpu *g = use(s);
   if (g->maxima_done) {
     g->maxima_done = 0;
@@ -1392,6 +1420,49 @@ static void gpu_maxima(swe_part *s) {
   }
   k_maxima<<<blocks_for(s->own, 0, 0, block2d), block2d, 0, g->stream>>>(
       g->dev, region(s->own), s->origin, maxima_of(s), tiles_of(s), g->clock);
+}
+
+/* The water through the open global sides of the owned edge cells in the stage. */
+static void gpu_boundary_flux(swe_part *s, double t, double dt, int stage) {
+  (void)t, (void)dt; /* the clock's */
+  swe_gpu *g = use(s);
+  swe_consts k = swe_part_consts(s);
+  double weight = s->p->rk_order == 2 ? 0.5 : 1.0;
+  for (int side = 0; side < 4; side++) {
+    const ts_swe_bc *bc = &s->p->bc[side];
+    if (bc->type == TS_BC_WALL || s->internal[side])
+      continue;
+    int lo = side < 2 ? s->own.j0 : s->own.i0, hi = side < 2 ? s->own.j1 : s->own.i1;
+    int edge = side == TS_WEST || side == TS_SOUTH ? 0 : (side == TS_EAST ? s->nx : s->ny) - 1;
+    if (hi > lo)
+      k_boundary<<<(hi - lo + 127) / 128, 128, 0, g->stream>>>(
+          stage_state(g), k, side, lo, hi, edge, s->origin, g->clock, stage,
+          bc->type == TS_BC_INFLOW, weight, s->grid.dx[0], g->rec[3], g->rec[4]);
+  }
+}
+
+/* Rain and losses of the step on the cells of r. */
+static void gpu_sources(swe_part *s, swe_region r, double dt) {
+  (void)dt; /* the clock's */
+  if (empty(r))
+    return;
+  swe_gpu *g = use(s);
+  k_sources<<<blocks_for(r, 0, 0, block2d), block2d, 0, g->stream>>>(
+      stage_state(g), region(r), s->origin, g->clock, g->rain_rate, g->rain, g->loss_initial,
+      g->loss_rate, s->p->losses.initial, s->p->losses.rate, g->rec[2]);
+}
+
+/* The host's rain of the current frame goes up. */
+static void gpu_rain_changed(swe_part *s) {
+  swe_gpu *g = use(s);
+  check(cudaMemcpyAsync(g->rain_rate, &s->rain_rate, sizeof(double), cudaMemcpyHostToDevice,
+                        g->stream),
+        "copy of the rain rate");
+  if (g->rain)
+    check(cudaMemcpyAsync(g->rain, s->rain, (size_t)s->plane * sizeof(ts_real),
+                          cudaMemcpyHostToDevice, g->stream),
+          "copy of the rain");
+  check(cudaStreamSynchronize(g->stream), "copy of the rain");
 }
 
 /* The non-finite flag of the step (cleared when the next step begins). */
@@ -1519,6 +1590,11 @@ static void mirror(swe_part *s, int down) {
     check(cudaMemcpyAsync(down ? (void *)host_d[a] : (void *)g->max[a],
                           down ? (void *)g->max[a] : (void *)host_d[a], db, kind, g->stream),
           "copy of the maxima");
+  double *host_rec[5] = {s->duration, s->max_hazard, s->loss, s->inflow, s->outflow};
+  for (int a = 0; a < 5; a++)
+    check(cudaMemcpyAsync(down ? (void *)host_rec[a] : (void *)g->rec[a],
+                          down ? (void *)g->rec[a] : (void *)host_rec[a], db, kind, g->stream),
+          "copy of the records");
   check(cudaStreamSynchronize(g->stream), "copy");
 }
 
@@ -1597,6 +1673,12 @@ static void gpu_release(swe_part *s) {
     cudaFree(arrays[a]);
   for (int a = 0; a < 4; a++)
     cudaFree(g->max[a]);
+  for (int a = 0; a < 5; a++)
+    cudaFree(g->rec[a]);
+  cudaFree(g->rain);
+  cudaFree(g->loss_initial);
+  cudaFree(g->loss_rate);
+  cudaFree(g->rain_rate);
   cudaFree(g->active);
   cudaFree(g->amax);
   cudaFree(g->clock);
@@ -1677,6 +1759,17 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
   g->dev.row = s->row;
   for (int a = 0; a < 4 && e == cudaSuccess; a++)
     e = cudaMalloc((void **)&g->max[a], db);
+  double *host_rec[5] = {s->duration, s->max_hazard, s->loss, s->inflow, s->outflow};
+  for (int a = 0; a < 5 && e == cudaSuccess; a++)
+    if ((e = cudaMalloc((void **)&g->rec[a], db)) == cudaSuccess)
+      e = cudaMemcpy(g->rec[a], host_rec[a], db, cudaMemcpyHostToDevice);
+  void *host_src[3] = {s->rain, s->loss_initial, s->loss_rate};
+  ts_real **dev_src[3] = {&g->rain, &g->loss_initial, &g->loss_rate};
+  for (int a = 0; a < 3 && e == cudaSuccess; a++)
+    if (host_src[a] && (e = cudaMalloc((void **)dev_src[a], rb)) == cudaSuccess)
+      e = cudaMemcpy(*dev_src[a], host_src[a], rb, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess && (e = cudaMalloc((void **)&g->rain_rate, sizeof(double))) == cudaSuccess)
+    e = cudaMemcpy(g->rain_rate, &s->rain_rate, sizeof(double), cudaMemcpyHostToDevice);
   if (e == cudaSuccess && (e = cudaMalloc((void **)&g->amax, 2 * sizeof(swe_bits))) == cudaSuccess)
     e = cudaMemset(g->amax, 0, 2 * sizeof(swe_bits));
   if (e == cudaSuccess)
@@ -1747,6 +1840,9 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .watched_to_host = gpu_watched_to_host,
     .impose_inflow = gpu_impose_inflow,
     .drain = gpu_drain,
+    .boundary_flux = gpu_boundary_flux,
+    .sources = gpu_sources,
+    .rain_changed = gpu_rain_changed,
     .update = gpu_update,
     .tile_mask = gpu_tile_mask,
     .maxima = gpu_maxima,

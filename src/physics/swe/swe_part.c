@@ -22,6 +22,36 @@ static unsigned char global_active(const ts_swe *s, const ts_raster *dem, int gi
   return s->p.bc[side].type != TS_BC_WALL && in;
 }
 
+/* The values of a global raster on the window's cells into a working-precision array (NODATA:
+ * 0); nothing when the raster or the array is missing. */
+static void fill_window(const swe_part *part, const ts_raster *r, void *dst) {
+  if (!r || !r->v || !dst)
+    return;
+  for (int j = 0; j < part->ny; j++)
+    for (int i = 0; i < part->nx; i++) {
+      double v = r->v[(part->gi0 + i) + (int64_t)(part->gj0 + j) * r->ncols];
+      v = ts_raster_is_nodata(r, v) ? 0 : v;
+      int64_t c = swe_index(part, i, j);
+      if (part->real_size == sizeof(double))
+        ((double *)dst)[c] = v;
+      else
+        ((float *)dst)[c] = (float)v;
+    }
+}
+
+void swe_part_set_rain(swe_part *part, const ts_swe *s, int frame) {
+  part->rain_rate = 0;
+  if (frame >= 0 && s->rain_rate)
+    part->rain_rate = s->rain_rate[frame];
+  if (part->rain) {
+    memset(part->rain, 0, part->real_size * (size_t)part->plane);
+    if (frame >= 0)
+      fill_window(part, &s->rain_grids[frame], part->rain);
+  }
+  if (part->k->rain_changed)
+    part->k->rain_changed(part);
+}
+
 static void *alloc_array(const swe_part *part, size_t elem, int *failed) {
   void *p = calloc((size_t)part->plane, elem);
   if (!p)
@@ -86,6 +116,16 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
     *reals[k] = alloc_array(part, rs, &failed);
   if (in->friction)
     part->friction = alloc_array(part, rs, &failed);
+  if (s->rain_grids)
+    part->rain = alloc_array(part, rs, &failed);
+  if (s->loss_initial.v)
+    part->loss_initial = alloc_array(part, rs, &failed);
+  if (s->loss_rate.v)
+    part->loss_rate = alloc_array(part, rs, &failed);
+  double **records[] = {&part->duration, &part->max_hazard, &part->loss, &part->inflow,
+                        &part->outflow};
+  for (size_t k = 0; k < sizeof records / sizeof records[0]; k++)
+    *records[k] = alloc_array(part, sizeof(double), &failed);
   part->active = alloc_array(part, 1, &failed);
   part->max_h = alloc_array(part, sizeof(double), &failed);
   part->max_speed = alloc_array(part, sizeof(double), &failed);
@@ -108,10 +148,13 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
     for (int i = -SWE_GHOST; i < part->nx + SWE_GHOST; i++)
       part->active[swe_index(part, i, j)] = global_active(s, in->bed, lo[0] + i, lo[1] + j);
   part->k->init(part, in);
+  fill_window(part, &s->loss_initial, part->loss_initial);
+  fill_window(part, &s->loss_rate, part->loss_rate);
+  swe_part_set_rain(part, s, s->rain_frame);
   part->k->refresh_velocities(
       part, (swe_region){-SWE_GHOST, part->nx + SWE_GHOST, -SWE_GHOST, part->ny + SWE_GHOST});
   part->k->tile_mask(part, (swe_region){0, part->nx, 0, part->ny});
-  part->k->maxima(part);
+  part->k->maxima(part, 0);
   part->device = -1;
 #if TESSERA_HAVE_CUDA
   if (s->backend == TS_BACKEND_CUDA) {
@@ -142,12 +185,15 @@ void swe_part_destroy(swe_part *part) {
     return;
   if (part->gpu && part->k->release)
     part->k->release(part);
-  void *arrays[] = {part->w,         part->hu,      part->hv,      part->w_carry,  part->w0,
-                    part->hu0,       part->hv0,     part->u,       part->v,        part->char_speed,
-                    part->speed_cap, part->corner,  part->bed,     part->friction, part->fx[0],
-                    part->fx[1],     part->fx[2],   part->fy[0],   part->fy[1],    part->fy[2],
-                    part->src_x,     part->src_y,   part->drain,   part->active,   part->max_h,
-                    part->max_speed, part->arrival, part->max_eta, part->tile_wet, part->tile_list};
+  void *arrays[] = {
+      part->w,         part->hu,           part->hv,       part->w_carry,  part->w0,
+      part->hu0,       part->hv0,          part->u,        part->v,        part->char_speed,
+      part->speed_cap, part->corner,       part->bed,      part->friction, part->fx[0],
+      part->fx[1],     part->fx[2],        part->fy[0],    part->fy[1],    part->fy[2],
+      part->src_x,     part->src_y,        part->drain,    part->active,   part->max_h,
+      part->max_speed, part->arrival,      part->max_eta,  part->tile_wet, part->tile_list,
+      part->duration,  part->max_hazard,   part->loss,     part->inflow,   part->outflow,
+      part->rain,      part->loss_initial, part->loss_rate};
   for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
     free(arrays[k]);
   free(part);
@@ -169,7 +215,14 @@ int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out) {
   f.comp[2] = part->arrival;
   f.comp[3] = part->max_eta;
   out[1] = f;
-  return 2;
+  f.ncomp = 5;
+  f.comp[0] = part->duration;
+  f.comp[1] = part->max_hazard;
+  f.comp[2] = part->loss;
+  f.comp[3] = part->inflow;
+  f.comp[4] = part->outflow;
+  out[2] = f;
+  return SWE_MIGRATED_FIELDS;
 }
 
 void swe_part_to_host(swe_part *part) {

@@ -203,6 +203,18 @@ TS_HD static inline void swe_impose_side_flux(const swe_arrays *a, swe_idx origi
     (side < 2 ? a->fx[0] : a->fy[0])[f] = (side == 1 || side == 3) ? -q : q;
 }
 
+/* The outflow limiter of a cell of surface-over-bed `wb` whose west, east, south and north faces
+ * carry the mass fluxes fw, fe, fs, fn: the fraction of its outgoing water it can deliver in dt
+ * without its depth going negative. */
+TS_HD static inline ts_real swe_drain_of(const swe_consts *k, ts_real dt, ts_real fw, ts_real fe,
+                                         ts_real fs, ts_real fn, ts_real wb) {
+  ts_real out_x = swe_max(SWE_R(0), fe) + swe_max(SWE_R(0), -fw);
+  ts_real out_y = swe_max(SWE_R(0), fn) + swe_max(SWE_R(0), -fs);
+  ts_real out = dt * (out_x * k->rdx + out_y * k->rdy);
+  ts_real h = swe_max(SWE_R(0), wb);
+  return out > h ? h / out : SWE_R(1);
+}
+
 /* Outflow limiter of cell c: the fraction of its outgoing fluxes it can deliver in dt without
  * its depth going negative (the "draining time step" of Bollermann et al.). Also its speed cap:
  * the largest characteristic speed of the cell and its four neighbours. No flow accelerates water
@@ -212,11 +224,7 @@ TS_HD static inline void swe_impose_side_flux(const swe_arrays *a, swe_idx origi
 TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k, swe_idx c,
                                         ts_real dt) {
   const ts_real *fx = a->fx[0], *fy = a->fy[0], *cs = a->char_speed;
-  ts_real out_x = swe_max(SWE_R(0), fx[c + 1]) + swe_max(SWE_R(0), -fx[c]);
-  ts_real out_y = swe_max(SWE_R(0), fy[c + a->row]) + swe_max(SWE_R(0), -fy[c]);
-  ts_real out = dt * (out_x * k->rdx + out_y * k->rdy);
-  ts_real h = swe_max(SWE_R(0), a->w[c] - a->bed[c]);
-  a->drain[c] = out > h ? h / out : SWE_R(1);
+  a->drain[c] = swe_drain_of(k, dt, fx[c], fx[c + 1], fy[c], fy[c + a->row], a->w[c] - a->bed[c]);
   ts_real around = swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - a->row], cs[c + a->row]));
   a->speed_cap[c] = swe_max(cs[c], around);
 }
@@ -312,6 +320,126 @@ TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f
   if (a->u)
     swe_cell_velocity(a, k, c);
   return bad;
+}
+
+/* ---- what the budget and the flood maps record, and the sources */
+
+/* The face between cells c - step and c along an axis (x: step 1, corner_step the row; y: the
+ * reverse), reconstructed from the state around it exactly as the flux sweep does: its flux. */
+TS_HD static inline void swe_face_at(const swe_arrays *a, const swe_consts *k, swe_idx c,
+                                     swe_idx step, swe_idx corner_step, int x_axis,
+                                     ts_real flux[3]) {
+  swe_idx b = c - step;
+  swe_side lo_a = {0, 0, 0, 0, 0}, hi_a = lo_a, lo_b = lo_a, hi_b = lo_a;
+  int act_a = a->active[b], act_b = a->active[c];
+  ts_real face_mid = swe_face_bed(a, b, step, corner_step);
+  if (act_a)
+    swe_reconstruct_cell(a, k, b, step, x_axis, swe_face_bed(a, b - step, step, corner_step),
+                         face_mid, &lo_a, &hi_a);
+  if (act_b)
+    swe_reconstruct_cell(a, k, c, step, x_axis, face_mid, swe_face_bed(a, c, step, corner_step),
+                         &lo_b, &hi_b);
+  ts_real corr_a, corr_b;
+  swe_face_between(k, act_a, act_b, hi_a, lo_b, flux, &corr_a, &corr_b);
+}
+
+/* Cells of the window around an edge cell that swe_boundary_flux reads (5 x 5). */
+#define SWE_EDGE_WINDOW 5
+
+/* The water (m2/s per metre of side, > 0 into the domain) that the update of a stage moves
+ * through the face on global side `side` of active edge cell c: the face's mass flux between the
+ * cell and its ghost (the inflow's unit discharge q_in on an inflow side), limited as the update
+ * limits it (by the cell's outflow limiter where water leaves; water entering from a ghost is
+ * never limited). It recomputes the cell's four faces from the stage's state in a window of
+ * SWE_EDGE_WINDOW^2 cells around it (velocities included), so it needs no stored flux and gives
+ * the update's values bit for bit whichever engine computed them. */
+TS_HD static inline ts_real swe_boundary_flux(const swe_arrays *a, const swe_consts *k, swe_idx c,
+                                              int side, ts_real dt, int inflow, ts_real q_in) {
+  enum { N = SWE_EDGE_WINDOW, M = N * N, MID = M / 2 };
+  ts_real w[M], hu[M], hv[M], bed[M], corner[M], u[M], v[M], cs[M];
+  unsigned char act[M];
+  for (int dj = 0; dj < N; dj++)
+    for (int di = 0; di < N; di++) {
+      swe_idx from = c + (di - N / 2) + (dj - N / 2) * a->row;
+      int at = di + dj * N;
+      w[at] = a->w[from], hu[at] = a->hu[from], hv[at] = a->hv[from];
+      bed[at] = a->bed[from], corner[at] = a->corner[from], act[at] = a->active[from];
+    }
+  swe_arrays win = {};
+  win.w = w, win.hu = hu, win.hv = hv, win.bed = bed, win.corner = corner, win.u = u, win.v = v;
+  win.char_speed = cs, win.active = act, win.row = N;
+  for (int e = 0; e < M; e++)
+    swe_cell_velocity(&win, k, e);
+  ts_real fw[3], fe[3], fs[3], fn[3];
+  swe_face_at(&win, k, MID, 1, N, 1, fw);
+  swe_face_at(&win, k, MID + 1, 1, N, 1, fe);
+  swe_face_at(&win, k, MID, N, 1, 0, fs);
+  swe_face_at(&win, k, MID + N, N, 1, 0, fn);
+  ts_real *face = side == 0 ? fw : (side == 1 ? fe : (side == 2 ? fs : fn));
+  if (inflow)
+    face[0] = side == 1 || side == 3 ? -q_in : q_in;
+  ts_real drain = swe_drain_of(k, dt, fw[0], fe[0], fs[0], fn[0], w[MID] - bed[MID]);
+  ts_real into = side == 1 || side == 3 ? -face[0] : face[0];
+  return into < 0 ? into * drain : into;
+}
+
+/* What a cell's flood maps record at time t after a step of dt: the maxima of depth, speed,
+ * surface and the hazard rating depth x (speed + 0.5), the first arrival and the time spent
+ * deeper than arrival_depth, from the cell's surface w over its bed and its discharges, where the
+ * cell is wet (depth > dry). Arrays indexed by c, in double. */
+typedef struct swe_maps {
+  double *h, *speed, *arrival, *eta, *duration, *hazard;
+  double arrival_depth, t, dt; /* t, dt: the end and length of the step */
+  ts_real dry, kappa;
+} swe_maps;
+
+TS_HD static inline void swe_record_cell(const swe_maps *m, swe_idx c, ts_real w, ts_real bed,
+                                         ts_real hu, ts_real hv) {
+  ts_real depth = w - bed;
+  if (!(depth > m->dry))
+    return;
+  double h = (double)depth;
+  double u = (double)swe_velocity(hu, depth, m->kappa);
+  double v = (double)swe_velocity(hv, depth, m->kappa), sp = sqrt(u * u + v * v);
+  double hazard = h * (sp + 0.5);
+  if (h > m->h[c])
+    m->h[c] = h;
+  if (sp > m->speed[c])
+    m->speed[c] = sp;
+  if (hazard > m->hazard[c])
+    m->hazard[c] = hazard;
+  if (isnan(m->eta[c]) || (double)w > m->eta[c])
+    m->eta[c] = (double)w;
+  if (h > m->arrival_depth) {
+    if (isnan(m->arrival[c]))
+      m->arrival[c] = m->t;
+    m->duration[c] += m->dt;
+  }
+}
+
+/* Rain and losses of one step on active cell c: `rain` (m) falls on it, then the losses take
+ * what is left of the initial loss (loss_initial less the cell's losses so far, *lost, in m)
+ * plus loss_step (m, the continuing loss of the step), but never more water than the cell holds.
+ * The surface changes by compensated summation like the update's; a cell the losses empty
+ * becomes dry and still. *lost grows by what was taken. */
+TS_HD static inline void swe_source_cell(const swe_arrays *a, swe_idx c, ts_real rain,
+                                         double loss_initial, ts_real loss_step, double *lost) {
+  ts_real w = a->w[c], bed = a->bed[c];
+  ts_real held = swe_max(SWE_R(0), w - bed) + rain;
+  double initial_left = loss_initial - *lost;
+  ts_real demand = (initial_left > 0 ? (ts_real)initial_left : SWE_R(0)) + loss_step;
+  if (!(held > demand)) {
+    *lost += (double)held;
+    a->w[c] = bed;
+    a->w_carry[c] = 0;
+    a->hu[c] = a->hv[c] = 0;
+    return;
+  }
+  *lost += (double)demand;
+  ts_real y = (rain - demand) + a->w_carry[c];
+  ts_real wn = w + y;
+  a->w_carry[c] = y - (wn - w);
+  a->w[c] = wn;
 }
 
 #endif

@@ -246,19 +246,24 @@ static void phase_update(swe_part *p, void *arg) {
   double t0 = omp_get_wtime();
   p->k->impose_inflow(p, w->t_stage);
   p->k->drain(p, shrink(p, SWE_STAGE_REACH * w->m + 2), w->dt);
+  if (swe_has_open_sides(p->p))
+    p->k->boundary_flux(p, w->t_stage, w->dt, w->stage);
   int bad = p->k->update(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt, w->stage);
   if (w->bad)
     w->bad[part_index(w->s, p)] |= bad;
   p->compute_s += omp_get_wtime() - t0;
 }
 
-/* The end of the step: maxima at its end time, and the device's clock moved on. */
+/* The end of the step: the flood maps at its end time, then its rain and losses on the cells
+ * the last stage updated, and the device's clock moved on. */
 static void phase_end(swe_part *p, void *arg) {
   stage_work *w = arg;
   double t0 = omp_get_wtime();
   if (!w->on_device)
     p->t = w->t_after;
-  p->k->maxima(p);
+  p->k->maxima(p, w->dt);
+  if (swe_has_sources(p->p))
+    p->k->sources(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt);
   if (p->k->end_step)
     p->k->end_step(p);
   p->compute_s += omp_get_wtime() - t0;
@@ -438,8 +443,8 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
   int *rebuilt = calloc((size_t)nsub, sizeof *rebuilt);
   ts_box *dst = calloc((size_t)nsub, sizeof *dst);
   swe_part **fresh = calloc((size_t)s->nparts, sizeof *fresh);
-  ts_halo_field *from = calloc((size_t)nsub * 2, sizeof *from);
-  ts_halo_field *to = calloc((size_t)nsub * 2, sizeof *to);
+  ts_halo_field *from = calloc((size_t)nsub * SWE_MIGRATED_FIELDS, sizeof *from);
+  ts_halo_field *to = calloc((size_t)nsub * SWE_MIGRATED_FIELDS, sizeof *to);
   ts_status st = rebuilt && dst && fresh && from && to ? TS_OK : ts_error(TS_ERR_NOMEM, "oom");
   for (int sub = 0; sub < nsub && st == TS_OK; sub++) {
     rebuilt[sub] = width != s->halo_width || !same_box(&d->boxes[sub], &old.boxes[sub]);
@@ -463,10 +468,10 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
     for (int k = 0; k < s->nparts; k++) {
       int sub = s->parts[k]->sub;
       swe_part_to_host(s->parts[k]);
-      swe_part_fields(s->parts[k], 1, &from[2 * sub]);
-      swe_part_fields(fresh[k] ? fresh[k] : s->parts[k], 1, &to[2 * sub]);
+      swe_part_fields(s->parts[k], 1, &from[SWE_MIGRATED_FIELDS * sub]);
+      swe_part_fields(fresh[k] ? fresh[k] : s->parts[k], 1, &to[SWE_MIGRATED_FIELDS * sub]);
     }
-    ts_halo_field layout[2];
+    ts_halo_field layout[SWE_MIGRATED_FIELDS];
     swe_part_fields(s->parts[0], 1, layout);
     ts_halo_spec spec = {.nsub = nsub,
                          .sub_rank = s->sub_rank,
@@ -474,7 +479,7 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
                          .dst = dst,
                          .dst_owned = d->boxes,
                          .include_self = 1,
-                         .nfields = 2,
+                         .nfields = SWE_MIGRATED_FIELDS,
                          .layout = layout};
     st = ts_halo_plan_create(&plan, s->comm, &spec);
   }
