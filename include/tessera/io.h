@@ -1,7 +1,7 @@
 /* Output and auxiliary input formats: NetCDF (CF), VTK ImageData of 2D rasters and of 2D or 3D
- * grids, PNG maps (water depth, or any scalar field), CSV gauge and hydrograph files, and a small
- * JSON writer for summary.json. Every writer writes to a temporary file and renames it, so a
- * failed run leaves no partial file. */
+ * grids, PNG maps (water depth, or any scalar field) and time series plots, CSV gauge and
+ * hydrograph files, and a small JSON writer for summary.json. Every writer writes to a temporary
+ * file and renames it, so a failed run leaves no partial file. */
 #ifndef TESSERA_IO_H
 #define TESSERA_IO_H
 
@@ -25,7 +25,9 @@ typedef struct ts_out_var {
 
 /* NetCDF-4 classic file following CF-1.8: dimensions time (1), y, x; coordinate variables x, y
  * (cell centres, m) and time (s); one float variable per ts_out_var with _FillValue for NaN.
- * `geom` gives the geometry (its values are not written). */
+ * `geom` gives the geometry (its values are not written) and the CRS: when geom->crs is set, a
+ * scalar int variable `crs` carries it as attributes crs_wkt and spatial_ref (the WKT), and
+ * every data variable names it in grid_mapping = "crs". */
 ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, int nvars,
                           const ts_out_var *vars);
 
@@ -62,6 +64,36 @@ ts_status ts_png_write_depth(const char *path, const ts_raster *geom, const doub
  * "|u| / U") above it, and `title` printed on the image (label and title may be NULL). */
 ts_status ts_png_write_field(const char *path, int nx, int ny, const double *values, double vmin,
                              double vmax, int scale, const char *label, const char *title);
+
+/* One line of a time series plot: y[k] at time t[k] (NaN or infinite values: gaps, not drawn). */
+typedef struct ts_plot_series {
+  const char *label; /* legend text, e.g. a gauge id (NULL: none) */
+  const double *y;   /* n values */
+} ts_plot_series;
+
+/* One panel of a time series plot: its lines share the y axis. */
+typedef struct ts_plot_panel {
+  const char *title;   /* above the panel, e.g. "depth" (may be NULL) */
+  const char *y_label; /* e.g. "h (m)" (may be NULL) */
+  int nseries;         /* >= 0 */
+  const ts_plot_series *series;
+} ts_plot_panel;
+
+/* PNG line plot of time series, 1200 x (68 + 400 npanels) px: `title` at the top, then one panel
+ * per ts_plot_panel stacked vertically, all sharing the time axis t[0..n-1] (finite, never
+ * decreasing; equal times allowed) labelled `t_label` (e.g. "t (s)") below the last panel. Each
+ * panel has a frame, grid lines at 4 to 6 ticks of 1, 2 or 5 x 10^k on both axes, tick labels,
+ * its title above, the rotated y_label on the left and on the right a legend (line sample and
+ * label, cut at 16 characters; "+N more" for the series that do not fit). The time axis spans
+ * t[0] .. t[n-1], the y axis the panel's finite values plus 5% on either side; either is extended
+ * to the nearest ticks outside when fewer than 4 fall inside, and a single value v is widened to
+ * v +- 10% (+-1 for 0). Series take the ten colours of matplotlib's tab10 palette in turn, drawn
+ * 2 px wide: solid, then dashed, dotted and dash-dotted for series 11-20, 21-30 and 31-40, then
+ * again. Points sharing a pixel column are drawn as one stroke, so a million points plot quickly;
+ * a point without finite neighbours gets a small square marker. TS_ERR_INPUT for n < 1, npanels
+ * outside 1..49, nseries < 0 or bad times; TS_ERR_IO naming `path` if it cannot be written. */
+ts_status ts_png_write_plot(const char *path, int n, const double *t, const char *t_label,
+                            int npanels, const ts_plot_panel *panels, const char *title);
 
 /* Gauges from a CSV file with header "id,x,y" (id is text). Errors name the file and line; a
  * gauge outside `geom` is an error. Arrays are malloc'ed; free with ts_gauges_free. */

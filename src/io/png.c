@@ -1,7 +1,8 @@
 /* PNG maps: water depth (hill-shaded bed in grey, water in a blue colour map blended over it) or
- * any scalar field (viridis colour map), with a colour bar with labels on the right and a title,
- * drawn with a built-in 5x7 bitmap font and written with libpng's simplified API. North (row
- * j = 0 at the bottom) is up. */
+ * any scalar field (viridis colour map), with a colour bar with labels on the right and a title;
+ * and line plots of time series (gauges) in stacked panels with axes, ticks and legends. Text is
+ * drawn with a built-in 5x7 bitmap font and images are written with libpng's simplified API. On
+ * maps north (row j = 0 at the bottom) is up. */
 #include "tessera/io.h"
 
 #include <math.h>
@@ -370,4 +371,424 @@ ts_status ts_png_write_field(const char *path, int nx, int ny, const double *val
     draw_text(&m.im, m.bar_x, m.bar_y - BAR_HEADER, label, black);
   draw_title(&m.im, title);
   return write_png(path, &m.im);
+}
+
+/* Time series plots. The image is PLOT_WIDTH wide: an overall title, one PLOT_PANEL_HEIGHT panel
+ * per ts_plot_panel, and the time axis label. In a panel, the frame starts FRAME_TOP below its
+ * top (room for its title) and ends FRAME_BOTTOM above its bottom (room for the time ticks);
+ * data are drawn inside the frame, the legend to its right. */
+enum {
+  PLOT_WIDTH = 1200,
+  PLOT_PANEL_HEIGHT = 400,
+  LINE_HEIGHT = GLYPH_H * TEXT_SCALE,
+  PLOT_HEADER = LINE_HEIGHT + 2 * MARGIN, /* title above the panels, time label below them */
+  FRAME_TOP = LINE_HEIGHT + 14,
+  FRAME_BOTTOM = 36,
+  PLOT_AREA_HEIGHT = PLOT_PANEL_HEIGHT - FRAME_TOP - FRAME_BOTTOM - 1, /* inside the frame */
+  MAX_PLOT_PANELS = (MAX_MAP_SIZE - 2 * PLOT_HEADER) / PLOT_PANEL_HEIGHT,
+  TICK_LENGTH = 5,
+  TICK_LABEL_GAP = 4, /* between a tick and its label */
+  Y_LABEL_GAP = 10,   /* between the y label and the tick labels */
+  TITLE_GAP = 8,      /* between a panel's title and its frame */
+  LINE_WIDTH = 2,
+  MARKER_SIZE = 6, /* square drawn at a point without finite neighbours */
+  MIN_TICKS = 4,
+  MAX_TICKS = 6,
+  LEGEND_SWATCH = 32,    /* length of the line sample before a legend label */
+  LEGEND_LABEL_GAP = 10, /* between the line sample and the label */
+  LEGEND_ROW = LINE_HEIGHT + 6,
+  LEGEND_GAP = 16,        /* between the frame and the legend, and between legend columns */
+  LEGEND_MIN_CHARS = 8,   /* a legend column is at least this many characters wide */
+  LEGEND_MAX_CHARS = 16,  /* longer labels are cut */
+  LEGEND_MAX_WIDTH = 480, /* the legend takes at most this much of the width */
+  LEGEND_ROWS = PLOT_AREA_HEIGHT / LEGEND_ROW
+};
+
+static const colour grid_grey = {225, 225, 225};
+
+/* Matplotlib's qualitative tab10 palette: series k takes colour k % 10. */
+static const colour series_colours[10] = {
+    {31, 119, 180}, {255, 127, 14},  {44, 160, 44},   {214, 39, 40},  {148, 103, 189},
+    {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
+
+/* A dash pattern along a line, in pixel steps: `on[0]` drawn, `off[0]` skipped, `on[1]` drawn,
+ * `off[1]` skipped, repeated. Series k takes pattern (k / 10) % 4, so that series sharing a
+ * colour differ in their pattern. */
+typedef struct dash {
+  int on[2], off[2];
+} dash;
+
+static const dash dashes[4] = {
+    {{1, 0}, {0, 0}},  /* solid */
+    {{12, 0}, {6, 0}}, /* dashed */
+    {{3, 0}, {4, 0}},  /* dotted */
+    {{12, 3}, {5, 5}}, /* dash-dotted */
+};
+
+static int dash_on(const dash *d, long step) {
+  long period = d->on[0] + d->off[0] + d->on[1] + d->off[1];
+  long s = step % period;
+  return s < d->on[0] || (s >= d->on[0] + d->off[0] && s < d->on[0] + d->off[0] + d->on[1]);
+}
+
+/* A rectangle of pixels: columns x .. x + w - 1, rows y .. y + h - 1. */
+typedef struct rect {
+  int x, y, w, h;
+} rect;
+
+/* Draws lines LINE_WIDTH pixels wide in one colour and dash pattern, clipped to `clip`. `step`
+ * counts the pixels along the path, so that dashes run on across joined lines; a line starting
+ * where the last one ended does not count its first pixel again. */
+typedef struct pen {
+  image *im;
+  rect clip;
+  colour c;
+  const dash *pattern;
+  long step;
+  int drawn, last_x, last_y; /* the last pixel on the path, once there is one */
+} pen;
+
+static void pen_square(pen *p, int x0, int y0, int size) {
+  for (int y = y0; y < y0 + size; y++)
+    for (int x = x0; x < x0 + size; x++)
+      if (x >= p->clip.x && x < p->clip.x + p->clip.w && y >= p->clip.y &&
+          y < p->clip.y + p->clip.h)
+        put_pixel(p->im, x, y, p->c);
+}
+
+static void pen_pixel(pen *p, int x, int y) {
+  if (p->drawn && x == p->last_x && y == p->last_y)
+    return;
+  if (dash_on(p->pattern, p->step++))
+    pen_square(p, x, y, LINE_WIDTH);
+  p->drawn = 1;
+  p->last_x = x;
+  p->last_y = y;
+}
+
+/* Bresenham's line from (xa, ya) to (xb, yb), both ends included. */
+static void pen_line(pen *p, int xa, int ya, int xb, int yb) {
+  int dx = abs(xb - xa), dy = -abs(yb - ya);
+  int sx = xa < xb ? 1 : -1, sy = ya < yb ? 1 : -1;
+  int err = dx + dy;
+  for (;;) {
+    pen_pixel(p, xa, ya);
+    if (xa == xb && ya == yb)
+      return;
+    int e2 = 2 * err;
+    if (e2 >= dy) {
+      err += dy;
+      xa += sx;
+    }
+    if (e2 <= dx) {
+      err += dx;
+      ya += sy;
+    }
+  }
+}
+
+/* An axis from lo to hi with `nticks` ticks at (k0 + i) * step, i = 0 .. nticks - 1. */
+typedef struct axis {
+  double lo, hi, step, k0;
+  int nticks;
+} axis;
+
+/* Axis around data lo .. hi (finite, lo <= hi), padded by `pad` times their range on either side
+ * (a single value v is first widened to v +- 10%, or +-1 for 0). The tick step is the smallest of
+ * 1, 2, 5 x 10^k leaving at most MAX_TICKS ticks inside the padded range. If that leaves fewer
+ * than MIN_TICKS, the axis is extended to the nearer tick outside it, or to the ticks on both
+ * sides when two are missing: the step before left more than MAX_TICKS inside, so the range spans
+ * at least 6 / 2.5 = 2.4 steps (steps grow at most 2.5 times) and at least 2 ticks lie inside. */
+static axis axis_make(double lo, double hi, double pad) {
+  if (lo == hi) {
+    double widen = lo == 0.0 ? 1.0 : 0.1 * fabs(lo);
+    lo -= widen;
+    hi += widen;
+  }
+  double range = hi - lo;
+  axis a = {lo - pad * range, hi + pad * range, 0.0, 0.0, 0};
+  static const double mantissas[3] = {1.0, 2.0, 5.0};
+  int e0 = (int)floor(log10(a.hi - a.lo)) - 1; /* the first step leaves at least 10 ticks */
+  for (int c = 0;; c++) {
+    a.step = mantissas[c % 3] * pow(10.0, e0 + c / 3);
+    /* a tick within 1e-9 steps of a limit counts as on it */
+    double k0 = ceil(a.lo / a.step - 1e-9), k1 = floor(a.hi / a.step + 1e-9);
+    if (k1 - k0 + 1 > MAX_TICKS)
+      continue;
+    a.k0 = k0;
+    a.nticks = (int)(k1 - k0) + 1;
+    if (a.nticks < MIN_TICKS) {
+      double below = (k0 - 1) * a.step, above = (k1 + 1) * a.step;
+      int lower = a.nticks < MIN_TICKS - 1 || a.lo - below <= above - a.hi;
+      int upper = a.nticks < MIN_TICKS - 1 || !lower;
+      if (lower) {
+        a.lo = below;
+        a.k0 = k0 - 1;
+      }
+      if (upper)
+        a.hi = above;
+      a.nticks += lower + upper;
+    }
+    return a;
+  }
+}
+
+static double axis_tick(const axis *a, int i) { return (a->k0 + i) * a->step; }
+
+/* A tick value as text with as many decimals as the step needs ("%g" for very large or small
+ * values). */
+static void format_tick(char *text, size_t size, const axis *a, int i) {
+  double v = axis_tick(a, i);
+  if (fabs(v) < 1e-9 * a->step)
+    v = 0.0; /* not "-0" */
+  int decimals = a->step >= 1.0 ? 0 : (int)ceil(-log10(a->step) - 1e-9);
+  if (fabs(v) >= 1e7 || decimals > 6)
+    snprintf(text, size, "%g", v);
+  else
+    snprintf(text, size, "%.*f", decimals, v);
+}
+
+/* Width in pixels of the widest tick label of the axis. */
+static int tick_labels_width(const axis *a) {
+  int width = 0;
+  for (int i = 0; i < a->nticks; i++) {
+    char label[32];
+    format_tick(label, sizeof label, a, i);
+    if (text_width(label) > width)
+      width = text_width(label);
+  }
+  return width;
+}
+
+/* Draws text rotated a quarter turn anticlockwise (read upwards), with the bottom-left corner of
+ * its first character at (x, y). */
+static void draw_text_up(image *im, int x, int y, const char *text, colour c) {
+  for (; *text; text++, y -= GLYPH_ADVANCE) {
+    const glyph *g = find_glyph(*text);
+    if (!g)
+      continue;
+    for (int row = 0; row < GLYPH_H; row++)
+      for (int col = 0; col < GLYPH_W; col++)
+        if (g->rows[row] & (1u << (GLYPH_W - 1 - col)))
+          fill_rect(im, x + row * TEXT_SCALE, y - (col + 1) * TEXT_SCALE, TEXT_SCALE, TEXT_SCALE,
+                    c);
+  }
+}
+
+static int pixel_x(const rect *area, const axis *x, double t) {
+  return area->x + (int)lround((t - x->lo) / (x->hi - x->lo) * (area->w - 1));
+}
+
+static int pixel_y(const rect *area, const axis *y, double v) {
+  return area->y + (int)lround((y->hi - v) / (y->hi - y->lo) * (area->h - 1));
+}
+
+/* Draws one series as a line through its finite points, broken where values are NaN or
+ * infinite. Consecutive points falling in the same pixel column are drawn as one vertical stroke
+ * from their lowest to their highest pixel, and a line joins the column's last point to the next
+ * column's first: the pixels of every segment, but at most one stroke per column however many
+ * points there are. A stretch between gaps that fits in one column (an isolated point) gets a
+ * square marker so that it stays visible. */
+static void draw_series(pen *p, const rect *area, const axis *x_axis, const axis *y_axis, int n,
+                        const double *t, const double *y) {
+  int in_line = 0, columns = 0;          /* in a stretch of finite points, over `columns` columns */
+  int col = 0, lo = 0, hi = 0, last = 0; /* the current column and its points' rows */
+  for (int k = 0; k <= n; k++) {
+    int finite = k < n && isfinite(y[k]);
+    int px = finite ? pixel_x(area, x_axis, t[k]) : 0;
+    int py = finite ? pixel_y(area, y_axis, y[k]) : 0;
+    if (in_line && finite && px == col) {
+      lo = py < lo ? py : lo;
+      hi = py > hi ? py : hi;
+      last = py;
+      continue;
+    }
+    if (in_line)
+      pen_line(p, col, lo, col, hi);
+    if (!finite) {
+      if (in_line && columns == 1)
+        pen_square(p, col - MARKER_SIZE / 2, (lo + hi) / 2 - MARKER_SIZE / 2, MARKER_SIZE);
+      in_line = 0;
+      continue;
+    }
+    if (in_line)
+      pen_line(p, col, last, px, py);
+    else
+      columns = 0;
+    in_line = 1;
+    columns++;
+    col = px;
+    lo = hi = last = py;
+  }
+}
+
+/* The legend of one panel: how many of its series are listed, in how many columns. */
+static int legend_shown(int nseries, int max_columns) {
+  return nseries <= LEGEND_ROWS * max_columns ? nseries : LEGEND_ROWS * max_columns - 1;
+}
+
+static int legend_columns(int nseries, int max_columns) {
+  int columns = (nseries + LEGEND_ROWS - 1) / LEGEND_ROWS;
+  return columns < 1 ? 1 : columns > max_columns ? max_columns : columns;
+}
+
+/* Draws the legend of a panel with its top-left corner at (x, y): up to `max_columns` columns
+ * `column_width` pixels wide of a line sample and a label (cut at `chars` characters) per
+ * series, filled top to bottom; the series that do not fit are counted in a last entry
+ * "+N more". */
+static void draw_legend(image *im, int x, int y, const ts_plot_panel *panel, int column_width,
+                        int chars, int max_columns) {
+  int shown = legend_shown(panel->nseries, max_columns);
+  rect everywhere = {0, 0, im->width, im->height};
+  char label[LEGEND_MAX_CHARS + 1];
+  for (int s = 0; s <= shown && s < panel->nseries; s++) {
+    int entry_x = x + s / LEGEND_ROWS * (column_width + LEGEND_GAP);
+    int text_y = y + s % LEGEND_ROWS * LEGEND_ROW + (LEGEND_ROW - LINE_HEIGHT) / 2;
+    if (s == shown) {
+      snprintf(label, sizeof label, "+%d more", panel->nseries - shown);
+      draw_text(im, entry_x, text_y, label, black);
+      continue;
+    }
+    pen p = {
+        .im = im, .clip = everywhere, .c = series_colours[s % 10], .pattern = &dashes[s / 10 % 4]};
+    int line_y = text_y + LINE_HEIGHT / 2 - 1;
+    pen_line(&p, entry_x, line_y, entry_x + LEGEND_SWATCH - 1, line_y);
+    snprintf(label, (size_t)chars + 1, "%s", panel->series[s].label ? panel->series[s].label : "");
+    draw_text(im, entry_x + LEGEND_SWATCH + LEGEND_LABEL_GAP, text_y, label, black);
+  }
+}
+
+/* Draws panel `panel` with the inside of its frame at `area`: grid lines, the series, the frame
+ * with ticks and their labels on both axes, the rotated y label at the left edge of the image
+ * and the title above. */
+static void draw_panel(image *im, const rect *area, const axis *x_axis, const axis *y_axis,
+                       const ts_plot_panel *panel, int n, const double *t) {
+  for (int i = 0; i < x_axis->nticks; i++)
+    fill_rect(im, pixel_x(area, x_axis, axis_tick(x_axis, i)), area->y, 1, area->h, grid_grey);
+  for (int i = 0; i < y_axis->nticks; i++)
+    fill_rect(im, area->x, pixel_y(area, y_axis, axis_tick(y_axis, i)), area->w, 1, grid_grey);
+  for (int s = 0; s < panel->nseries; s++) {
+    pen p = {.im = im, .clip = *area, .c = series_colours[s % 10], .pattern = &dashes[s / 10 % 4]};
+    draw_series(&p, area, x_axis, y_axis, n, t, panel->series[s].y);
+  }
+  int left = area->x - 1, right = area->x + area->w, top = area->y - 1, bottom = area->y + area->h;
+  fill_rect(im, left, top, right - left + 1, 1, black);
+  fill_rect(im, left, bottom, right - left + 1, 1, black);
+  fill_rect(im, left, top, 1, bottom - top + 1, black);
+  fill_rect(im, right, top, 1, bottom - top + 1, black);
+  char label[32];
+  for (int i = 0; i < x_axis->nticks; i++) {
+    int x = pixel_x(area, x_axis, axis_tick(x_axis, i));
+    format_tick(label, sizeof label, x_axis, i);
+    fill_rect(im, x, bottom + 1, 1, TICK_LENGTH, black);
+    draw_text(im, x - text_width(label) / 2, bottom + 1 + TICK_LENGTH + TICK_LABEL_GAP, label,
+              black);
+  }
+  for (int i = 0; i < y_axis->nticks; i++) {
+    int y = pixel_y(area, y_axis, axis_tick(y_axis, i));
+    format_tick(label, sizeof label, y_axis, i);
+    fill_rect(im, left - TICK_LENGTH, y, TICK_LENGTH, 1, black);
+    draw_text(im, left - TICK_LENGTH - TICK_LABEL_GAP - text_width(label), y - LINE_HEIGHT / 2,
+              label, black);
+  }
+  if (panel->y_label)
+    draw_text_up(im, MARGIN, area->y + area->h / 2 + text_width(panel->y_label) / 2, panel->y_label,
+                 black);
+  if (panel->title)
+    draw_text(im, area->x + (area->w - text_width(panel->title)) / 2, top - TITLE_GAP - LINE_HEIGHT,
+              panel->title, black);
+}
+
+ts_status ts_png_write_plot(const char *path, int n, const double *t, const char *t_label,
+                            int npanels, const ts_plot_panel *panels, const char *title) {
+  if (n < 1)
+    return ts_error(TS_ERR_INPUT, "%s: a plot of %d points: at least one is needed", path, n);
+  if (npanels < 1 || npanels > MAX_PLOT_PANELS)
+    return ts_error(TS_ERR_INPUT, "%s: a plot of %d panels: 1 to %d can be drawn", path, npanels,
+                    MAX_PLOT_PANELS);
+  for (int p = 0; p < npanels; p++)
+    if (panels[p].nseries < 0)
+      return ts_error(TS_ERR_INPUT, "%s: panel %d has %d series", path, p + 1, panels[p].nseries);
+  for (int k = 0; k < n; k++) {
+    if (!isfinite(t[k]))
+      return ts_error(TS_ERR_INPUT, "%s: time %d is %g: times must be finite", path, k, t[k]);
+    if (k > 0 && t[k] < t[k - 1])
+      return ts_error(TS_ERR_INPUT,
+                      "%s: time %d (%g) is before time %d (%g): times must not decrease", path, k,
+                      t[k], k - 1, t[k - 1]);
+  }
+
+  /* Axes: the time axis spans the times exactly, each y axis its panel's finite values + 5%. */
+  axis x_axis = axis_make(t[0], t[n - 1], 0.0), y_axes[MAX_PLOT_PANELS];
+  if (!isfinite(x_axis.hi - x_axis.lo))
+    return ts_error(TS_ERR_INPUT, "%s: times from %g to %g span too wide a range", path, t[0],
+                    t[n - 1]);
+  for (int p = 0; p < npanels; p++) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int s = 0; s < panels[p].nseries; s++)
+      for (int k = 0; k < n; k++) {
+        double v = panels[p].series[s].y[k];
+        if (isfinite(v)) {
+          lo = v < lo ? v : lo;
+          hi = v > hi ? v : hi;
+        }
+      }
+    if (lo > hi) { /* no finite value: an empty panel from 0 to 1 */
+      lo = 0.0;
+      hi = 1.0;
+    }
+    y_axes[p] = axis_make(lo, hi, 0.05);
+    if (!isfinite(y_axes[p].hi - y_axes[p].lo))
+      return ts_error(TS_ERR_INPUT, "%s: panel %d: values from %g to %g span too wide a range",
+                      path, p + 1, lo, hi);
+  }
+
+  /* The legend: columns wide enough for the longest label, as many as needed up to
+   * LEGEND_MAX_WIDTH, and the same for every panel so that the frames line up. */
+  int chars = LEGEND_MIN_CHARS;
+  for (int p = 0; p < npanels; p++)
+    for (int s = 0; s < panels[p].nseries; s++) {
+      const char *label = panels[p].series[s].label;
+      int len = label ? (int)strlen(label) : 0;
+      len = len > LEGEND_MAX_CHARS ? LEGEND_MAX_CHARS : len;
+      chars = len > chars ? len : chars;
+    }
+  int column_width = LEGEND_SWATCH + LEGEND_LABEL_GAP + chars * GLYPH_ADVANCE;
+  int max_columns = (LEGEND_MAX_WIDTH + LEGEND_GAP) / (column_width + LEGEND_GAP);
+  int columns = 1;
+  for (int p = 0; p < npanels; p++) {
+    int c = legend_columns(panels[p].nseries, max_columns);
+    columns = c > columns ? c : columns;
+  }
+  int legend_width = columns * column_width + (columns - 1) * LEGEND_GAP;
+
+  /* The frames: the y label and tick labels to their left, the legend to their right. */
+  int ticks_width = 0;
+  for (int p = 0; p < npanels; p++) {
+    int w = tick_labels_width(&y_axes[p]);
+    ticks_width = w > ticks_width ? w : ticks_width;
+  }
+  rect area;
+  area.x = MARGIN + LINE_HEIGHT + Y_LABEL_GAP + ticks_width + TICK_LABEL_GAP + TICK_LENGTH + 1;
+  area.w = PLOT_WIDTH - MARGIN - legend_width - LEGEND_GAP - 1 - area.x;
+  area.h = PLOT_AREA_HEIGHT;
+
+  image im = {PLOT_WIDTH, 2 * PLOT_HEADER + npanels * PLOT_PANEL_HEIGHT, NULL};
+  im.rgb = malloc((size_t)im.width * im.height * 3);
+  if (!im.rgb)
+    return ts_error(TS_ERR_NOMEM, "%s: out of memory for a %d x %d image", path, im.width,
+                    im.height);
+  fill_rect(&im, 0, 0, im.width, im.height, white);
+  for (int p = 0; p < npanels; p++) {
+    area.y = PLOT_HEADER + p * PLOT_PANEL_HEIGHT + FRAME_TOP + 1;
+    draw_panel(&im, &area, &x_axis, &y_axes[p], &panels[p], n, t);
+    draw_legend(&im, area.x + area.w + 1 + LEGEND_GAP, area.y, &panels[p], column_width, chars,
+                max_columns);
+  }
+  if (title)
+    draw_text(&im, (im.width - text_width(title)) / 2, MARGIN, title, black);
+  if (t_label)
+    draw_text(&im, area.x + (area.w - text_width(t_label)) / 2, im.height - PLOT_HEADER + MARGIN,
+              t_label, black);
+  return write_png(path, &im);
 }
