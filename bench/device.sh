@@ -3,11 +3,13 @@
 # development machine (the GPU machine has no NetCDF or inih and reaches no package registry):
 #   here:   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #           cmake --build build-gpu -j; copy libinih, libnetcdf and libhdf5_serial_hl into
-#           .devlibs/ and ../shared/data/malpasset into .devdata/malpasset (both git-ignored)
+#           .devlibs/ (git-ignored)
 #   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm] [CTEST_REGEX]
-#           (carry build-gpu, .devlibs, .devdata)
-# The build's paths are absolute (/work/main/...), so the checkout is linked there. Logs and
-# JSON results go to $OUT (or ./device-out).
+#           from the checkout's root (carry build-gpu, .devlibs)
+# The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
+# absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
+# directory is not this checkout, a symbolic link to the checkout is made there. Logs and JSON
+# results go to $OUT (or ./device-out).
 set -u
 what=${1:-all}
 only=${2:-}
@@ -16,10 +18,29 @@ out=${OUT:-$root/device-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=8
-mkdir -p /work /work/shared/data
-[ -e /work/main ] || ln -s "$root" /work/main
-[ -e /work/shared/data/malpasset ] || ln -s "$root/.devdata/malpasset" /work/shared/data/malpasset
-T=/work/main/build-gpu/apps/tessera/tessera
+build=$root/build-gpu
+cache=$build/CMakeCache.txt
+if [ ! -f "$cache" ]; then
+  echo "no $cache: build build-gpu on the development machine and carry it (see the header)"
+  exit 1
+fi
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$cache")
+[ -n "$src" ] || src=$(sed -n 's/^tessera_SOURCE_DIR:STATIC=//p' "$cache")
+if [ -z "$src" ]; then
+  echo "$cache names no source directory (CMAKE_HOME_DIRECTORY or tessera_SOURCE_DIR)"
+  exit 1
+fi
+if [ "$src" != "$root" ] && ! [ "$src" -ef "$root" ]; then
+  if [ -L "$src" ] || [ ! -e "$src" ]; then
+    mkdir -p "$(dirname "$src")"
+    ln -sfn "$root" "$src"
+    echo "linked $src -> $root (the source directory build-gpu was configured from)"
+  else
+    echo "$src (build-gpu's source directory) exists and is not this checkout ($root)"
+    exit 1
+  fi
+fi
+T=$build/apps/tessera/tessera
 if ldd "$T" | grep 'not found'; then
   echo "missing libraries (above)"
   exit 1
@@ -31,7 +52,7 @@ devs=$(seq -s, 0 $((gpus - 1)))
 git -C "$root" log -1 --format='commit %h %s' 2>/dev/null || true
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  (cd /work/main/build-gpu && ctest -L gpu ${only:+-R "$only"} --output-on-failure -j1) 2>&1 |
+  (cd "$build" && ctest -L gpu ${only:+-R "$only"} --output-on-failure -j1) 2>&1 |
     tee "$out/gpu_tests.log"
 fi
 
@@ -80,11 +101,11 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       fi
     done
     # Malpasset at 10 m, 4000 s, float, on one GPU; the wall time of the time loop is in summary.json.
-    m=/work/main/examples/malpasset
-    d=/work/shared/data/malpasset
-    /usr/bin/time -f "malpasset 10 m total wall %e s" "$T" run $m/malpasset.ini --quiet \
-      --set parallel.backend=cuda --set swe.bed=$d/malpasset_dem_10m_nodata.asc.gz \
-      --set swe.initial_surface=$d/malpasset_eta0_10m.asc.gz --set output.formats=asc \
+    m=$root/examples/malpasset
+    d=$m/data
+    /usr/bin/time -f "malpasset 10 m total wall %e s" "$T" run "$m/malpasset.ini" --quiet \
+      --set parallel.backend=cuda --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" \
+      --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.formats=asc \
       --set output.times=4000 --out "$out/malpasset10"
     grep -E '"(steps|wall_s|mcells_per_s|mass_rel_error)"' "$out/malpasset10/summary.json"
   } 2>&1 | tee "$out/bench.log"

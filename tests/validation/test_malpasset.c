@@ -2,7 +2,7 @@
  *
  * Runs examples/malpasset/malpasset.ini (20 m grid, Manning 0.033, walls, 4000 s) through the CLI
  * into a temporary directory with --quiet, reads max_eta.asc (maximum water-surface elevation,
- * NODATA where never wet) and $TESSERA_SOURCE_DIR/../shared/data/malpasset/
+ * NODATA where never wet) and $TESSERA_SOURCE_DIR/examples/malpasset/data/
  * police_survey_max_levels.csv (point_id,x,y,max_wse_obs_m,bed_mesh_m). For each of the 17 points
  * the simulated level is the maximum of max_eta over cells whose centre lies within 30 m of the
  * point (the survey marks are not exactly on the 20 m cell centres, and the marks were left by
@@ -59,7 +59,7 @@ int main(void) {
     CHECK(0, "read %s", path);
     return val_finish();
   }
-  snprintf(path, sizeof path, "%s/../shared/data/malpasset/police_survey_max_levels.csv", src);
+  snprintf(path, sizeof path, "%s/examples/malpasset/data/police_survey_max_levels.csv", src);
   FILE *f = fopen(path, "r");
   if (!f) {
     CHECK(0, "read %s", path);
