@@ -549,6 +549,9 @@ static int cmd_info(void) {
   printf("precisions:  float, double\n");
   printf("formats:     asc, asc.gz (in), netcdf (NetCDF-C %.20s), vtk, png (libpng %s)\n",
          nc_inq_libvers(), png_get_libpng_ver(NULL));
+  printf("GDAL:        %s%s\n",
+         ts_gdal_version() ? "gdal " : "not built in (grids: ESRI ASCII only)",
+         ts_gdal_version() ? ts_gdal_version() : "");
   printf("MPI:         %s (%d ranks in this run)\n",
          ts_comm_built_with_mpi() ? ts_comm_library() : "not built in",
          ts_comm_size(ts_comm_world()));

@@ -55,7 +55,11 @@ static const ts_config_key schema[] = {
     {"lbm", "spheres", "L", "(none)", "solid spheres (circles) cx,cy[,cz],r; ... (units of L)"},
     {"lbm", "mask", "", "(none)", "solid cells from a file of nx*ny*nz bytes (x fastest)"},
     {"swe", "bed", "", "(required)",
-     "bed elevation grid (m), ESRI ASCII (.asc or .asc.gz); NODATA cells are walls"},
+     "bed elevation grid (m): ESRI ASCII (.asc, .asc.gz), GeoTIFF, NetCDF or any raster GDAL "
+     "reads; NODATA cells are walls"},
+    {"swe", "crs", "", "the bed's",
+     "coordinate reference system of the case (EPSG:2154, WKT or PROJ string) when the bed has "
+     "none; must agree with the bed's"},
     {"swe", "initial_surface", "", "(none)",
      "initial water-surface elevation grid (m); NODATA or below the bed: dry"},
     {"swe", "initial_depth", "", "(none)",
@@ -95,7 +99,7 @@ static const ts_config_key schema[] = {
     {"output", "times", "s", "(none)", "comma-separated output times"},
     {"output", "interval", "s", "(none)", "output every interval seconds"},
     {"output", "formats", "", "asc, png (swe), vtk, png (lbm)",
-     "any of asc, netcdf, vtk, png (lbm: vtk, png)"},
+     "any of asc, netcdf, vtk, png, geotiff (lbm: vtk, png)"},
     {"output", "lines", "m (swe), L (lbm)", "(none)",
      "profiles of every field along lines x0,y0[,z0],x1,y1[,z1],n; ... (n points): swe in map "
      "coordinates at each output time (line_K_<T>.csv), lbm in units of L at the end "

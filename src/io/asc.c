@@ -1,6 +1,7 @@
 /* ESRI ASCII grid reader and writer. The reader streams the file (plain or gzip, through zlib)
  * token by token so lines of any length work, checks every header key and value, and reports
- * errors as "path:LINE: message". Files store the north row first; rasters store it last. */
+ * errors as "path:LINE: message". Files store the north row first; rasters store it last. The
+ * writer puts the CRS into the .prj sidecar. */
 #include "tessera/io.h"
 #include "tessera/raster.h"
 
@@ -289,8 +290,48 @@ static void asc_flip_rows(double *v, int ncols, int nrows) {
   }
 }
 
+int ts_asc_detect(const char *path) {
+  gzFile gz = gzopen(path, "rb");
+  if (!gz)
+    return 0;
+  char text[ASC_TOKEN_MAX + 1];
+  int n = gzread(gz, text, ASC_TOKEN_MAX);
+  gzclose(gz);
+  if (n <= 0)
+    return 0;
+  text[n] = '\0';
+  char *token = text;
+  while (*token && asc_is_space((unsigned char)*token))
+    token++;
+  char *end = token;
+  while (*end && !asc_is_space((unsigned char)*end))
+    end++;
+  *end = '\0';
+  int is_center;
+  return asc_lookup_key(token, &is_center) >= 0;
+}
+
+ts_status ts_prj_path(const char *path, char *out, size_t size) {
+  const char *name = strrchr(path, '/');
+  name = name ? name + 1 : path;
+  size_t stem = strlen(path);
+  if (stem >= 3 && path + stem - 3 >= name && asc_key_equals(path + stem - 3, ".gz"))
+    stem -= 3;
+  for (size_t k = stem; k > (size_t)(name - path); k--)
+    if (path[k - 1] == '.') {
+      stem = k - 1;
+      break;
+    }
+  if (stem + sizeof ".prj" > size)
+    return ts_error(TS_ERR_IO, "%s: path too long", path);
+  memcpy(out, path, stem);
+  memcpy(out + stem, ".prj", sizeof ".prj");
+  return TS_OK;
+}
+
 ts_status ts_asc_read(const char *path, ts_raster *out) {
   out->v = NULL;
+  out->crs = NULL;
   errno = 0;
   gzFile gz = gzopen(path, "rb");
   if (!gz)
@@ -339,6 +380,22 @@ static void asc_format_exact(char *out, size_t size, double value) {
   }
 }
 
+/* Writes the .prj sidecar of the grid at path: the CRS as ESRI WKT. */
+static ts_status asc_write_prj(const char *path, const char *crs) {
+  char prj[4096], tmp_path[4200];
+  TS_CALL(ts_prj_path(path, prj, sizeof prj));
+  char *esri = NULL;
+  TS_CALL(ts_crs_to_esri(crs, &esri));
+  FILE *f = ts_open_temp(prj, tmp_path, sizeof tmp_path);
+  if (!f) {
+    free(esri);
+    return TS_ERR_IO;
+  }
+  fprintf(f, "%s\n", esri);
+  free(esri);
+  return ts_commit_temp(f, tmp_path, prj);
+}
+
 ts_status ts_asc_write(const char *path, const ts_raster *r, int digits) {
   char tmp_path[4096];
   char nodata_text[40], number[40];
@@ -368,5 +425,15 @@ ts_status ts_asc_write(const char *path, const ts_raster *r, int digits) {
     }
     fputc('\n', f);
   }
-  return ts_commit_temp(f, tmp_path, path);
+  ts_status status = r->crs ? asc_write_prj(path, r->crs) : TS_OK;
+  if (status != TS_OK) {
+    fclose(f);
+    remove(tmp_path);
+    return status;
+  }
+  status = ts_commit_temp(f, tmp_path, path);
+  char prj[4096];
+  if (status != TS_OK && r->crs && ts_prj_path(path, prj, sizeof prj) == TS_OK)
+    remove(prj); /* no sidecar without its grid */
+  return status;
 }

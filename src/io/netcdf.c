@@ -1,5 +1,6 @@
 /* NetCDF-4 (classic model) output following CF-1.8: one time step of cell-centred fields on the
- * regular grid, with x/y/time coordinate variables, readable by QGIS, xarray and ncview. */
+ * regular grid, with x/y/time coordinate variables and, when the CRS is known, the grid mapping
+ * variable `crs` that holds its WKT; readable by QGIS, xarray and ncview. */
 #include "tessera/io.h"
 
 #include <errno.h>
@@ -26,7 +27,7 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
                           const ts_out_var *vars) {
   ts_status status = TS_OK;
   char tmp_path[4096];
-  int ncid = -1, dim_time, dim_y, dim_x, var_time, var_x, var_y;
+  int ncid = -1, dim_time, dim_y, dim_x, var_time, var_x, var_y, var_crs;
   size_t nx = (size_t)geom->ncols, ny = (size_t)geom->nrows;
   double *coordinate = NULL;
   float *values = NULL;
@@ -62,6 +63,11 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
   NC_CHECK(put_text(ncid, var_x, "standard_name", "projection_x_coordinate"));
   NC_CHECK(put_text(ncid, var_x, "long_name", "x coordinate of cell centre"));
   NC_CHECK(put_text(ncid, var_x, "axis", "X"));
+  if (geom->crs) { /* CF-1.8 grid mapping with the WKT, as GDAL and QGIS read it */
+    NC_CHECK(nc_def_var(ncid, "crs", NC_INT, 0, NULL, &var_crs));
+    NC_CHECK(put_text(ncid, var_crs, "crs_wkt", geom->crs));
+    NC_CHECK(put_text(ncid, var_crs, "spatial_ref", geom->crs));
+  }
 
   int field_dims[3] = {dim_time, dim_y, dim_x};
   float fill = NC_FILL_FLOAT;
@@ -71,6 +77,8 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
     NC_CHECK(put_text(ncid, var_ids[k], "units", vars[k].units));
     NC_CHECK(put_text(ncid, var_ids[k], "long_name", vars[k].long_name));
     NC_CHECK(nc_put_att_float(ncid, var_ids[k], "_FillValue", NC_FLOAT, 1, &fill));
+    if (geom->crs)
+      NC_CHECK(put_text(ncid, var_ids[k], "grid_mapping", "crs"));
   }
   NC_CHECK(nc_enddef(ncid));
 

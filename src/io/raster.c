@@ -1,4 +1,4 @@
-/* Georeferenced raster storage: allocation, nodata test and geometry comparison. */
+/* Georeferenced raster storage: allocation (with its CRS), nodata test and geometry comparison. */
 #include "tessera/raster.h"
 
 #include <math.h>
@@ -7,6 +7,7 @@
 ts_status ts_raster_alloc(ts_raster *r, int ncols, int nrows, double xll, double yll,
                           double cellsize, double nodata) {
   r->v = NULL;
+  r->crs = NULL;
   if (ncols <= 0 || nrows <= 0)
     return ts_error(TS_ERR_INPUT, "raster size %d x %d is not positive", ncols, nrows);
   if (!(cellsize > 0.0) || !isfinite(cellsize))
@@ -30,7 +31,9 @@ void ts_raster_free(ts_raster *r) {
   if (!r)
     return;
   free(r->v);
+  free(r->crs);
   r->v = NULL;
+  r->crs = NULL;
 }
 
 int ts_raster_is_nodata(const ts_raster *r, double value) {

@@ -10,12 +10,7 @@
 #include <zlib.h>
 
 #include "unit/check.h"
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "wb");
-  fputs(text, f);
-  fclose(f);
-}
+#include "unit/test_files.h"
 
 static double seconds_now(void) {
   struct timespec ts;

@@ -12,37 +12,10 @@
 #include <string.h>
 
 #include "unit/check.h"
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "wb");
-  fputs(text, f);
-  fclose(f);
-}
-
-/* Reads a whole file into a NUL-terminated malloc'ed string (NULL if it cannot be read). */
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)size + 1);
-  size_t got = fread(text, 1, (size_t)size, f);
-  text[got] = '\0';
-  fclose(f);
-  return text;
-}
-
-static int file_exists(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f)
-    fclose(f);
-  return f != NULL;
-}
+#include "unit/test_files.h"
 
 static void test_netcdf(void) {
-  ts_raster geom = {4, 3, 100.0, -50.0, 10.0, -9999.0, NULL};
+  ts_raster geom = {4, 3, 100.0, -50.0, 10.0, -9999.0, NULL, NULL};
   double h[12], u[12];
   for (int c = 0; c < 12; c++) {
     h[c] = 0.25 * c;
@@ -93,7 +66,7 @@ static void test_netcdf(void) {
 }
 
 static void test_vti(void) {
-  ts_raster geom = {4, 3, 100.0, -50.0, 10.0, -9999.0, NULL};
+  ts_raster geom = {4, 3, 100.0, -50.0, 10.0, -9999.0, NULL, NULL};
   double h[12] = {0};
   ts_out_var vars[1] = {{"h", "water depth", "m", h}};
   CHECK(ts_vti_write("io_out.vti", &geom, 60.0, 1, vars) == TS_OK, "VTI written");
@@ -266,7 +239,7 @@ static unsigned char *read_png_rgb(const char *path, unsigned *width, unsigned *
 
 static void test_png(void) {
   enum { NX = 50, NY = 30 };
-  ts_raster geom = {NX, NY, 0.0, 0.0, 5.0, -9999.0, NULL};
+  ts_raster geom = {NX, NY, 0.0, 0.0, 5.0, -9999.0, NULL, NULL};
   static double bed[NX * NY], depth[NX * NY];
   for (int j = 0; j < NY; j++)
     for (int i = 0; i < NX; i++) {
@@ -294,7 +267,7 @@ static void test_png(void) {
 
   enum { WIDE = 500 };
   static double wide_bed[WIDE * 4], wide_depth[WIDE * 4];
-  ts_raster wide = {WIDE, 4, 0.0, 0.0, 1.0, -9999.0, NULL};
+  ts_raster wide = {WIDE, 4, 0.0, 0.0, 1.0, -9999.0, NULL, NULL};
   CHECK(ts_png_write_depth("io_wide.png", &wide, wide_bed, wide_depth, 1e-3, 1.0, "wide") == TS_OK,
         "PNG of a wide grid written");
   rgb = read_png_rgb("io_wide.png", &width, &height);
@@ -356,7 +329,7 @@ static void test_png_field(void) {
 }
 
 static void test_gauges(void) {
-  ts_raster geom = {10, 10, 0.0, 100.0, 10.0, -9999.0, NULL};
+  ts_raster geom = {10, 10, 0.0, 100.0, 10.0, -9999.0, NULL, NULL};
   ts_gauges g;
   write_file("io_gauges.csv", " id , x , y \r\nG1,5,105\n\nriver mouth, 99.5 ,199.9\n");
   CHECK(ts_gauges_read("io_gauges.csv", &geom, &g) == TS_OK, "gauges read: %s", ts_error_message());
@@ -476,7 +449,7 @@ static void test_temp_files(void) {
   CHECK(ts_commit_temp(f, tmp_path, "io_temp.txt") == TS_OK && file_exists("io_temp.txt") &&
             !file_exists("io_temp.txt.tmp"),
         "commit renames the temp file");
-  ts_raster geom = {2, 2, 0, 0, 1, -9999, NULL};
+  ts_raster geom = {2, 2, 0, 0, 1, -9999, NULL, NULL};
   double h[4] = {0};
   ts_out_var vars[1] = {{"h", "water depth", "m", h}};
   CHECK(ts_netcdf_write("no_such_dir/out.nc", &geom, 0, 1, vars) == TS_ERR_IO,

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "unit/check.h"
+#include "unit/test_files.h"
 
 enum {
   WIDTH = 1200,
@@ -28,13 +29,6 @@ typedef struct picture {
   unsigned width, height;
   unsigned char *rgb;
 } picture;
-
-static int file_exists(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f)
-    fclose(f);
-  return f != NULL;
-}
 
 /* Reads a PNG file as 8-bit RGB with libpng (rgb NULL on failure). */
 static picture read_png(const char *path) {

@@ -19,9 +19,9 @@
 #include "tessera/io.h"
 #include "tessera/swe.h"
 
-#define TS_NFORMATS 4
-enum { FMT_ASC, FMT_NETCDF, FMT_VTK, FMT_PNG };
-static const char *const format_names[] = {"asc", "netcdf", "vtk", "png", NULL};
+#define TS_NFORMATS 5
+enum { FMT_ASC, FMT_NETCDF, FMT_VTK, FMT_PNG, FMT_GEOTIFF };
+static const char *const format_names[] = {"asc", "netcdf", "vtk", "png", "geotiff", NULL};
 static const char *const side_names[4] = {"west", "east", "south", "north"};
 static const double OUTPUT_NODATA = -9999; /* NODATA of every grid written */
 
@@ -36,7 +36,8 @@ typedef struct swe_case {
   double t_end;
   long max_steps;
   char *bed_path;
-  ts_raster bed, h0, hu0, hv0, friction;
+  ts_raster bed, h0, hu0, hv0, friction; /* bed.crs: the case's CRS, carried to every output */
+  int crs_from_config;                   /* the bed has none: [swe] crs gave it */
   int has_h0, has_hu0, has_hv0, has_friction, has_surface;
   ts_raster surface;
   double *bc_t[4], *bc_q[4];
@@ -68,23 +69,69 @@ typedef struct run_state {
 
 /* ------------------------------------------------------------------ reading the case */
 
+/* The grid file of [swe] key (NULL when not given), relative to the case file as ts_config_path
+ * makes it, also inside GDAL's DRIVER:"file":name syntax (NETCDF:"rain.nc":rain). */
+static ts_status grid_path(const swe_case *k, const char *key, char **path) {
+  const char *value;
+  TS_CALL(ts_config_path(k->cfg, "swe", key, path));
+  if (!*path)
+    return TS_OK;
+  TS_CALL(ts_config_string(k->cfg, "swe", key, "", &value));
+  size_t dir = strlen(*path) - strlen(value), driver = strcspn(value, ":");
+  static const char *const name_chars =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
+  if (dir == 0 || driver == 0 || strspn(value, name_chars) != driver ||
+      strncmp(value + driver, ":\"", 2) != 0 || value[driver + 2] == '/')
+    return TS_OK;
+  size_t size = strlen(*path) + 1;
+  char *resolved = malloc(size);
+  if (!resolved)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  snprintf(resolved, size, "%.*s%.*s%s", (int)driver + 2, value, (int)dir, *path,
+           value + driver + 2);
+  free(*path);
+  *path = resolved;
+  return TS_OK;
+}
+
+/* A grid whose CRS is known must be in the case's CRS (never silently mixed). */
+static ts_status check_grid_crs(const swe_case *k, const char *path, const ts_raster *r) {
+  if (!r->crs || ts_crs_same(r->crs, k->bed.crs))
+    return TS_OK;
+  char grid_crs[160], case_crs[160];
+  ts_crs_label(r->crs, grid_crs, sizeof grid_crs);
+  ts_crs_label(k->bed.crs, case_crs, sizeof case_crs);
+  if (!k->bed.crs)
+    return ts_error(TS_ERR_INPUT,
+                    "%s: coordinate reference system %s, but the bed %s has none; give the "
+                    "case's in [swe] crs",
+                    path, grid_crs, k->bed_path);
+  return ts_error(TS_ERR_INPUT,
+                  "%s: coordinate reference system %s differs from the case's %s (%s %s); "
+                  "reproject it (e.g. gdalwarp -t_srs)",
+                  path, grid_crs, case_crs, k->crs_from_config ? "[swe] crs, bed" : "bed",
+                  k->bed_path);
+}
+
 static ts_status read_grid(const swe_case *k, const char *key, ts_raster *r, int *present) {
   char *path = NULL;
   *present = 0;
-  TS_CALL(ts_config_path(k->cfg, "swe", key, &path));
+  TS_CALL(grid_path(k, key, &path));
   if (!path)
     return TS_OK;
-  ts_status st = ts_asc_read(path, r);
+  ts_status st = ts_raster_read(path, r);
   if (st == TS_ERR_IO)
     st = TS_ERR_INPUT; /* an input grid that cannot be read is bad input (exit code 2) */
-  if (st == TS_OK && k->bed.v && !ts_raster_same_geometry(&k->bed, r)) {
+  if (st == TS_OK && k->bed.v && !ts_raster_same_geometry(&k->bed, r))
     st = ts_error(TS_ERR_INPUT,
                   "%s: grid %d x %d at (%g, %g), cell %g, differs from the bed %s: %d x %d at "
                   "(%g, %g), cell %g",
                   path, r->ncols, r->nrows, r->xll, r->yll, r->cellsize, k->bed_path, k->bed.ncols,
                   k->bed.nrows, k->bed.xll, k->bed.yll, k->bed.cellsize);
+  if (st == TS_OK && k->bed.v)
+    st = check_grid_crs(k, path, r);
+  if (st != TS_OK)
     ts_raster_free(r);
-  }
   free(path);
   if (st == TS_OK)
     *present = 1;
@@ -125,9 +172,9 @@ static long asc_value_line(const char *path, int64_t index) {
 static ts_status grid_value_error(const swe_case *k, const char *key, const ts_raster *r, int i,
                                   int j, const char *what) {
   char *path = NULL;
-  TS_CALL(ts_config_path(k->cfg, "swe", key, &path));
+  TS_CALL(grid_path(k, key, &path));
   int row = r->nrows - j;
-  long line = asc_value_line(path, (int64_t)(row - 1) * r->ncols + i);
+  long line = ts_asc_detect(path) ? asc_value_line(path, (int64_t)(row - 1) * r->ncols + i) : 0;
   ts_status st =
       line > 0
           ? ts_error(TS_ERR_INPUT, "%s:%ld: %s at row %d, column %d", path, line, what, row, i + 1)
@@ -184,6 +231,32 @@ static ts_status read_friction(swe_case *k) {
                                                           : "negative friction coefficient");
     }
   return TS_OK;
+}
+
+/* The case's CRS: the bed's, or [swe] crs when the bed has none (both given: they must agree). */
+static ts_status read_case_crs(swe_case *k) {
+  if (!ts_config_has(k->cfg, "swe", "crs"))
+    return TS_OK;
+  const char *text;
+  char *crs = NULL;
+  TS_CALL(ts_config_string(k->cfg, "swe", "crs", "", &text));
+  if (ts_crs_from_user(text, &crs) != TS_OK)
+    return ts_config_error(k->cfg, "swe", "crs", "%s", ts_error_message());
+  if (!k->bed.crs) {
+    k->bed.crs = crs;
+    k->crs_from_config = 1;
+    return TS_OK;
+  }
+  ts_status st = TS_OK;
+  if (!ts_crs_same(crs, k->bed.crs)) {
+    char given[160], bed[160];
+    ts_crs_label(crs, given, sizeof given);
+    ts_crs_label(k->bed.crs, bed, sizeof bed);
+    st = ts_config_error(k->cfg, "swe", "crs", "%s differs from the CRS %s of the bed %s", given,
+                         bed, k->bed_path);
+  }
+  free(crs);
+  return st;
 }
 
 static ts_status read_boundaries(swe_case *k) {
@@ -290,7 +363,12 @@ static ts_status read_formats(swe_case *k) {
         found = f;
     if (found < 0)
       return ts_config_error(k->cfg, "output", "formats",
-                             "unknown format '%s' (choose from asc, netcdf, vtk, png)", tok);
+                             "unknown format '%s' (choose from asc, netcdf, vtk, png, geotiff)",
+                             tok);
+    if (found == FMT_GEOTIFF && !ts_gdal_version())
+      return ts_config_error(k->cfg, "output", "formats",
+                             "geotiff needs GDAL, which this build has not (configure with "
+                             "-DTESSERA_GDAL=ON)");
     k->formats[found] = 1;
     count++;
   }
@@ -400,8 +478,18 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
   int has_bed;
   if (!ts_config_has(k->cfg, "swe", "bed"))
     return ts_error(TS_ERR_INPUT, "%s: [swe] bed is required", opt->case_path);
-  TS_CALL(ts_config_path(k->cfg, "swe", "bed", &k->bed_path));
+  TS_CALL(grid_path(k, "bed", &k->bed_path));
   TS_CALL(read_grid(k, "bed", &k->bed, &has_bed));
+  TS_CALL(read_case_crs(k));
+  if (ts_crs_is_geographic(k->bed.crs)) {
+    char label[160];
+    ts_crs_label(k->bed.crs, label, sizeof label);
+    return ts_error(TS_ERR_INPUT,
+                    "%s: coordinate reference system %s is geographic (degrees); the solver needs "
+                    "cells in metres: reproject it to a projected CRS (e.g. gdalwarp -t_srs "
+                    "EPSG:<UTM zone>)",
+                    k->bed_path, label);
+  }
   if (ts_config_has(k->cfg, "swe", "initial_surface") &&
       ts_config_has(k->cfg, "swe", "initial_depth"))
     return ts_config_error(k->cfg, "swe", "initial_depth",
@@ -485,15 +573,26 @@ static void time_tag(double t, char *out, size_t size) {
     snprintf(out, size, "t%010.3f", t);
 }
 
-static ts_status write_grid(const swe_case *k, const char *dir, const char *name,
-                            const double *values, char *rel, size_t relsize) {
-  ts_raster r = k->bed;
+/* Writes a grid of values (NaN already replaced by OUTPUT_NODATA) on the bed's geometry and the
+ * case's CRS: NAME.asc when asc is not NULL, NAME.tif when tif is not NULL; the file names
+ * written go to asc and tif. */
+static ts_status write_grid(const swe_case *k, const char *name, const double *values, char asc[64],
+                            char tif[64]) {
+  ts_raster r = k->bed; /* a shallow copy, never freed */
   r.nodata = OUTPUT_NODATA;
   r.v = (double *)values;
-  snprintf(rel, relsize, "%s", name);
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  return ts_asc_write(path, &r, k->params.precision == TS_DOUBLE ? 17 : 9);
+  if (asc) {
+    snprintf(asc, 64, "%s.asc", name);
+    snprintf(path, sizeof path, "%s/%s", k->out_dir, asc);
+    TS_CALL(ts_asc_write(path, &r, k->params.precision == TS_DOUBLE ? 17 : 9));
+  }
+  if (tif) {
+    snprintf(tif, 64, "%s.tif", name);
+    snprintf(path, sizeof path, "%s/%s", k->out_dir, tif);
+    TS_CALL(ts_geotiff_write(path, &r));
+  }
+  return TS_OK;
 }
 
 /* Grid of a variable with NaN (inactive or missing) replaced by OUTPUT_NODATA. */
@@ -507,6 +606,7 @@ static void to_nodata(const swe_case *k, double *v) {
 typedef struct snapshot_files {
   double time;
   char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], png[64];
+  char h_tif[64], hu_tif[64], hv_tif[64], eta_tif[64];
   char lines[SWE_MAX_LINES][64];
 } snapshot_files;
 
@@ -547,7 +647,7 @@ static ts_status write_lines(const swe_case *k, const char *tag, double **work,
 
 static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, double **work,
                                 snapshot_files *files) {
-  char tag[32], name[64];
+  char tag[32], name[40];
   time_tag(t, tag, sizeof tag);
   memset(files, 0, sizeof *files);
   files->time = t;
@@ -581,13 +681,15 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
     snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtk);
     TS_CALL(ts_vti_write(path, &k->bed, t, 5, out));
   }
-  if (k->formats[FMT_ASC]) {
-    char *rel[4] = {files->h, files->hu, files->hv, files->eta};
+  if (k->formats[FMT_ASC] || k->formats[FMT_GEOTIFF]) {
+    char *asc[4] = {files->h, files->hu, files->hv, files->eta};
+    char *tif[4] = {files->h_tif, files->hu_tif, files->hv_tif, files->eta_tif};
     const char *names[4] = {"h", "hu", "hv", "eta"};
     for (int v = 0; v < 4; v++) {
       to_nodata(k, work[v]);
-      snprintf(name, sizeof name, "%s_%s.asc", names[v], tag);
-      TS_CALL(write_grid(k, k->out_dir, name, work[v], rel[v], 64));
+      snprintf(name, sizeof name, "%s_%s", names[v], tag);
+      TS_CALL(write_grid(k, name, work[v], k->formats[FMT_ASC] ? asc[v] : NULL,
+                         k->formats[FMT_GEOTIFF] ? tif[v] : NULL));
     }
   }
   return TS_OK;
@@ -644,14 +746,32 @@ static ts_status write_gauges(const swe_case *k, const gauge_log *log) {
   return ts_commit_temp(f, tmp, path);
 }
 
-static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, char rel[4][64]) {
-  ts_swe_var vars[4] = {TS_SWE_MAX_H, TS_SWE_MAX_SPEED, TS_SWE_ARRIVAL, TS_SWE_MAX_ETA};
-  const char *names[4] = {"max_h.asc", "max_speed.asc", "arrival.asc", "max_eta.asc"};
-  for (int v = 0; v < 4; v++) {
-    ts_status st = ts_swe_get(s, vars[v], work);
+/* The maps written at the end (with [output] maxima = on), one row each: the solver variable,
+ * the file name (NAME.asc always, NAME.tif with the geotiff format) and the summary.json keys of
+ * the two files under "maxima". */
+typedef struct map_output {
+  ts_swe_var var;
+  const char *name, *key, *tif_key;
+} map_output;
+static const map_output map_outputs[] = {
+    {TS_SWE_MAX_H, "max_h", "h", "h_tif"},
+    {TS_SWE_MAX_SPEED, "max_speed", "speed", "speed_tif"},
+    {TS_SWE_ARRIVAL, "arrival", "arrival", "arrival_tif"},
+    {TS_SWE_MAX_ETA, "max_eta", "eta", "eta_tif"},
+};
+enum { NMAPS = sizeof map_outputs / sizeof map_outputs[0] };
+
+typedef struct map_files {
+  char asc[64], tif[64]; /* "" when not written */
+} map_files;
+
+static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, map_files *files) {
+  for (int m = 0; m < NMAPS; m++) {
+    ts_status st = ts_swe_get(s, map_outputs[m].var, work);
     if (st == TS_OK && k->root) {
       to_nodata(k, work);
-      st = write_grid(k, k->out_dir, names[v], work, rel[v], 64);
+      st = write_grid(k, map_outputs[m].name, work, files[m].asc,
+                      k->formats[FMT_GEOTIFF] ? files[m].tif : NULL);
     }
     TS_CALL(ts_comm_agree(k->comm, st));
   }
@@ -806,10 +926,12 @@ static void write_summary_snapshots(ts_json *j, const swe_case *k, const snapsho
     ts_json_number(j, snaps[i].time);
     ts_json_key(j, "files");
     ts_json_object_begin(j);
-    const char *keys[7] = {"h", "hu", "hv", "eta", "netcdf", "vtk", "png"};
-    const char *vals[7] = {snaps[i].h,      snaps[i].hu,  snaps[i].hv, snaps[i].eta,
-                           snaps[i].netcdf, snaps[i].vtk, snaps[i].png};
-    for (int f = 0; f < 7; f++) {
+    const char *keys[11] = {"h",   "hu",    "hv",     "eta",    "netcdf", "vtk",
+                            "png", "h_tif", "hu_tif", "hv_tif", "eta_tif"};
+    const char *vals[11] = {snaps[i].h,      snaps[i].hu,     snaps[i].hv,     snaps[i].eta,
+                            snaps[i].netcdf, snaps[i].vtk,    snaps[i].png,    snaps[i].h_tif,
+                            snaps[i].hu_tif, snaps[i].hv_tif, snaps[i].eta_tif};
+    for (int f = 0; f < 11; f++) {
       if (!vals[f][0])
         continue;
       ts_json_key(j, keys[f]);
@@ -878,7 +1000,7 @@ typedef struct run_totals {
 
 static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case_options *opt,
                                const run_state *rs, const run_totals *tot,
-                               const snapshot_files *snaps, int nsnaps, char maxima[4][64],
+                               const snapshot_files *snaps, int nsnaps, const map_files *maps,
                                char (*checkpoints)[64], int nckpt) {
   /* Collective values first; then rank 0 writes. */
   double v_final = ts_swe_volume(s);
@@ -921,6 +1043,14 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "yll"), ts_json_number(&j, k->bed.yll);
   ts_json_key(&j, "cellsize"), ts_json_number(&j, k->bed.cellsize);
   ts_json_object_end(&j);
+  ts_json_key(&j, "crs");
+  if (k->bed.crs) {
+    char label[16384];
+    ts_crs_label(k->bed.crs, label, sizeof label);
+    ts_json_string(&j, label);
+  } else {
+    ts_json_null(&j);
+  }
   ts_json_key(&j, "dx"), ts_json_number(&j, k->bed.cellsize);
   ts_json_key(&j, "steps"), ts_json_int(&j, ts_swe_steps(s));
   ts_json_key(&j, "t_end"), ts_json_number(&j, ts_swe_time(s));
@@ -946,11 +1076,15 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "maxima");
   if (k->maxima) {
     ts_json_object_begin(&j);
-    const char *keys[4] = {"h", "speed", "arrival", "eta"};
-    for (int m = 0; m < 4; m++) {
-      ts_json_key(&j, keys[m]);
-      ts_json_string(&j, maxima[m]);
+    for (int m = 0; m < NMAPS; m++) {
+      ts_json_key(&j, map_outputs[m].key);
+      ts_json_string(&j, maps[m].asc);
     }
+    for (int m = 0; m < NMAPS; m++)
+      if (maps[m].tif[0]) {
+        ts_json_key(&j, map_outputs[m].tif_key);
+        ts_json_string(&j, maps[m].tif);
+      }
     ts_json_object_end(&j);
   } else {
     ts_json_null(&j);
@@ -1058,14 +1192,15 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     if (tty)
       fputc('\n', opt->progress);
   }
-  char maxima[4][64] = {{0}};
+  map_files maps[NMAPS];
+  memset(maps, 0, sizeof maps);
   if (st == TS_OK && k->maxima)
-    st = write_maxima(k, s, work[0], maxima);
+    st = write_maxima(k, s, work[0], maps);
   if (st == TS_OK && k->has_gauges)
     st = ts_comm_agree(k->comm, k->root ? write_gauges(k, log) : TS_OK);
   if (st == TS_OK)
-    st = ts_comm_agree(
-        k->comm, write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maxima, checkpoints, nckpt));
+    st = ts_comm_agree(k->comm,
+                       write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maps, checkpoints, nckpt));
   for (int v = 0; v < 5; v++)
     free(work[v]);
   free(snaps);
