@@ -71,8 +71,11 @@ static void check_budget_and_split(const char *name, ts_swe_params *p, const ts_
                                    const double *eta, double t_end, run_result *whole) {
   double tol = p->precision == TS_DOUBLE ? 1e-12 : 1e-6;
   double e = closure(whole);
-  CHECK(fabs(e) < tol, "%s %s: budget closes: rel_error %.2e (tolerance %.0e)", name,
-        ts_precision_name(p->precision), e, tol);
+  CHECK(fabs(e) < tol,
+        "%s %s: budget closes: rel_error %.2e (tolerance %.0e; initial %.9g, rain %.9g, inflow "
+        "%.9g, outflow %.9g, losses %.9g, final %.9g m3)",
+        name, ts_precision_name(p->precision), e, tol, whole->v0, whole->b.rain, whole->b.inflow,
+        whole->b.outflow, whole->b.losses, whole->v1);
   run_result split = run(p, bed, eta, t_end, 4);
   size_t n = (size_t)bed->ncols * bed->nrows;
   CHECK(memcmp(split.h, whole->h, n * sizeof(double)) == 0 &&

@@ -122,31 +122,37 @@ static ts_status copy_sources(ts_swe *s, const ts_swe_params *params) {
     return TS_OK;
   s->rain_t = malloc(sizeof(double) * (size_t)n);
   s->rain_sums = calloc((size_t)n, sizeof(double));
+  s->rain_step_max = calloc((size_t)n, sizeof(double));
   if (rain->rate)
     s->rain_rate = malloc(sizeof(double) * (size_t)n);
   else
     s->rain_grids = calloc((size_t)n, sizeof(ts_raster));
-  if (!s->rain_t || !s->rain_sums || (!s->rain_rate && !s->rain_grids))
+  if (!s->rain_t || !s->rain_sums || !s->rain_step_max || (!s->rain_rate && !s->rain_grids))
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
   memcpy(s->rain_t, rain->t, sizeof(double) * (size_t)n);
   int is_double = params->precision == TS_DOUBLE;
+  double cell = fmin(s->grid.dx[0], s->grid.dx[1]);
   for (int f = 0; f < n; f++) {
     if (rain->rate) {
       s->rain_rate[f] = rain->rate[f];
       double r = is_double ? rain->rate[f] : (double)(float)rain->rate[f];
       s->rain_sums[f] = r * (double)s->active_cells;
+      s->rain_step_max[f] = swe_rain_step_max(r, params->cfl, cell, params->gravity);
       continue;
     }
     TS_CALL(check_raster(&s->bed, &rain->grids[f], "rain"));
     TS_CALL(copy_raster(&s->rain_grids[f], &rain->grids[f]));
     const ts_raster *g = &s->rain_grids[f];
     ts_exact_sum sum = {0, 0};
+    double largest = 0;
     for (int64_t c = 0; c < (int64_t)s->nx * s->ny; c++) {
       if (ts_raster_is_nodata(&s->bed, s->bed.v[c]) || ts_raster_is_nodata(g, g->v[c]))
         continue;
       ts_exact_sum_add(&sum, is_double ? g->v[c] : (double)(float)g->v[c]);
+      largest = fmax(largest, g->v[c]);
     }
     s->rain_sums[f] = ts_exact_sum_value(sum);
+    s->rain_step_max[f] = swe_rain_step_max(largest, params->cfl, cell, params->gravity);
   }
   s->p.rain.t = s->rain_t;
   s->p.rain.rate = s->rain_rate;
@@ -352,6 +358,7 @@ void ts_swe_destroy(ts_swe *s) {
   free(s->rain_t);
   free(s->rain_rate);
   free(s->rain_sums);
+  free(s->rain_step_max);
   ts_raster_free(&s->loss_initial);
   ts_raster_free(&s->loss_rate);
   free(s);
@@ -742,7 +749,7 @@ static void write_variable(const swe_part *p, int i, int j, const void *arg, cha
 }
 
 ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out) {
-  if (var < TS_SWE_H || var > TS_SWE_MAX_ETA)
+  if (var < TS_SWE_H || var > TS_SWE_LOSS)
     return ts_error(TS_ERR_INTERNAL, "swe: unknown variable %d", (int)var);
   return gather_cells(s, sizeof(double), write_variable, &var, out);
 }

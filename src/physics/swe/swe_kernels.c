@@ -324,7 +324,7 @@ static void kernels_volume(const swe_part *s, ts_exact_sum *sum) {
   for (int j = s->own.j0; j < s->own.j1; j++)
     for (int i = s->own.i0; i < s->own.i1; i++) {
       int64_t c = swe_index(s, i, j);
-      if (s->active[c] && w[c] > bed[c]) {
+      if (s->active[c]) {
         ts_exact_sum_add(&total, (double)w[c] - (double)bed[c]);
         ts_exact_sum_add(&total, (double)carry[c]);
       }

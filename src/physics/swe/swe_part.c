@@ -41,6 +41,7 @@ static void fill_window(const swe_part *part, const ts_raster *r, void *dst) {
 
 void swe_part_set_rain(swe_part *part, const ts_swe *s, int frame) {
   part->rain_rate = 0;
+  part->rain_step_max = frame >= 0 ? s->rain_step_max[frame] : INFINITY;
   if (frame >= 0 && s->rain_rate)
     part->rain_rate = s->rain_rate[frame];
   if (part->rain) {

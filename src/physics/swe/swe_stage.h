@@ -276,8 +276,6 @@ TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f
   bad |= !swe_finite(wn) || !swe_finite(qx) || !swe_finite(qy);
   ts_real bed = f->bed[cf], h = wn - bed;
   if (!(h > 0)) {
-    wn = bed;
-    dw = bed - w_now;
     h = 0;
     qx = qy = 0;
   } else {
@@ -298,21 +296,24 @@ TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f
     qx = SWE_R(0.5) * (a->hu0[c] + qx);
     qy = SWE_R(0.5) * (a->hv0[c] + qy);
   }
-  if (last) {
-    /* The step's surface change is added to the start value with compensated (Kahan)
-     * summation: in float the change of a slowly draining reservoir is a fraction of an ulp of
-     * its surface, and plain rounding would drop it in every cell alike. */
-    ts_real base = average ? a->w0[c] : w_now;
-    ts_real change = average ? SWE_R(0.5) * ((w_now - a->w0[c]) + dw) : dw;
-    ts_real y = change + a->w_carry[c];
-    wn = base + y;
-    a->w_carry[c] = y - (wn - base);
-    if (!(wn > bed)) {
-      wn = bed;
-      a->w_carry[c] = 0;
-      qx = qy = 0;
-    }
+  /* The surface change is added with compensated (Kahan) summation: in float the change of a
+   * slowly draining reservoir or of a thin sheet on high ground is a fraction of an ulp of its
+   * surface, and plain rounding would drop or invent it in every cell alike. The carry keeps
+   * the remainder, also what a cell that dries leaves below its bed (a debt that later water
+   * pays first), so the volume w - bed + carry changes by the fluxes exactly. RK2's first stage
+   * leaves half its remainder and half the carry it started with, which is what the average of
+   * the second stage owes to the cell. */
+  ts_real base = average ? a->w0[c] : w_now;
+  ts_real change = average ? SWE_R(0.5) * ((w_now - a->w0[c]) + dw) : dw;
+  ts_real y = change + a->w_carry[c];
+  wn = base + y;
+  ts_real carry = y - (wn - base);
+  if (!(wn > bed)) {
+    carry = (wn - bed) + carry;
+    wn = bed;
+    qx = qy = 0;
   }
+  a->w_carry[c] = last ? carry : SWE_R(0.5) * (carry + a->w_carry[c]);
   bad |= !swe_finite(qx) || !swe_finite(qy);
   a->w[c] = wn;
   a->hu[c] = qx;
@@ -424,21 +425,28 @@ TS_HD static inline void swe_record_cell(const swe_maps *m, swe_idx c, ts_real w
  * becomes dry and still. *lost grows by what was taken. */
 TS_HD static inline void swe_source_cell(const swe_arrays *a, swe_idx c, ts_real rain,
                                          double loss_initial, ts_real loss_step, double *lost) {
-  ts_real w = a->w[c], bed = a->bed[c];
-  ts_real held = swe_max(SWE_R(0), w - bed) + rain;
+  ts_real w = a->w[c], bed = a->bed[c], carry = a->w_carry[c];
+  ts_real held = ((w - bed) + carry) + rain;
   double initial_left = loss_initial - *lost;
   ts_real demand = (initial_left > 0 ? (ts_real)initial_left : SWE_R(0)) + loss_step;
   if (!(held > demand)) {
-    *lost += (double)held;
+    /* emptied; a debt larger than the rain stays a debt */
+    *lost += held > 0 ? (double)held : 0.0;
     a->w[c] = bed;
-    a->w_carry[c] = 0;
+    a->w_carry[c] = held > 0 ? SWE_R(0) : held;
     a->hu[c] = a->hv[c] = 0;
     return;
   }
   *lost += (double)demand;
-  ts_real y = (rain - demand) + a->w_carry[c];
+  ts_real y = (rain - demand) + carry;
   ts_real wn = w + y;
-  a->w_carry[c] = y - (wn - w);
+  carry = y - (wn - w);
+  if (!(wn > bed)) {
+    carry = (wn - bed) + carry;
+    wn = bed;
+    a->hu[c] = a->hv[c] = 0;
+  }
+  a->w_carry[c] = carry;
   a->w[c] = wn;
 }
 

@@ -298,7 +298,8 @@ static ts_status choose_step(ts_swe *s, double target, stage_work *w) {
   }
   if (!s->speeds_on_device)
     TS_CALL(ts_comm_max(s->comm, a, 2));
-  w->dt = swe_time_step(a[0], a[1], s->p.cfl, s->grid.dx[0], s->grid.dx[1], s->t, target,
+  double step_max = s->rain_frame >= 0 ? s->rain_step_max[s->rain_frame] : INFINITY;
+  w->dt = swe_time_step(a[0], a[1], s->p.cfl, s->grid.dx[0], s->grid.dx[1], step_max, s->t, target,
                         s->p.precision == TS_DOUBLE, &w->t_after);
   if (!(w->dt > 0))
     return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", w->dt, s->t);
