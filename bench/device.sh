@@ -4,7 +4,8 @@
 #   here:   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #           cmake --build build-gpu -j; copy libinih, libnetcdf and libhdf5_serial_hl into
 #           .devlibs/ (git-ignored)
-#   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm] [CTEST_REGEX]
+#   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus]
+#           [CTEST_REGEX]
 #           from the checkout's root (carry build-gpu, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -109,6 +110,35 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       --set output.times=4000 --out "$out/malpasset10"
     grep -E '"(steps|wall_s|mcells_per_s|mass_rel_error)"' "$out/malpasset10/summary.json"
   } 2>&1 | tee "$out/bench.log"
+fi
+
+# Malpasset at 10 m (4000 s, float) on one GPU and on every GPU of the machine: one process with
+# subdomains = auto (one per GPU), and one MPI rank per GPU; the wall time of the time loop and
+# the devices used are in each summary.json.
+if [ "$what" = malpasset-gpus ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  for run in "1gpu|--set parallel.devices=0" "allgpus|" "mpi|mpirun"; do
+    name=${run%%|*}
+    args=${run#*|}
+    launch=()
+    if [ "$args" = mpirun ]; then
+      launch=(mpirun --allow-run-as-root -np "$gpus")
+      args=""
+    fi
+    # shellcheck disable=SC2086
+    "${launch[@]}" "$T" run "$m/malpasset.ini" --quiet --set parallel.backend=cuda $args \
+      --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" \
+      --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.formats=asc \
+      --set output.times=4000 --out "$out/malpasset10_$name"
+    echo "== malpasset 10 m, $name: $(grep -E '"(wall_s|steps|subdomains|ranks)"' \
+      "$out/malpasset10_$name/summary.json" | tr -d ' \n')"
+    tr -d ' \n' < "$out/malpasset10_$name/summary.json" | grep -o '"devices":\[[^]]*\]'
+    echo
+  done 2>&1 | tee "$out/malpasset_gpus.log"
+  cmp "$out/malpasset10_1gpu/max_h.asc" "$out/malpasset10_allgpus/max_h.asc" &&
+    cmp "$out/malpasset10_1gpu/max_h.asc" "$out/malpasset10_mpi/max_h.asc" &&
+    echo "max_h.asc: the same bytes on 1 GPU, all GPUs in one process and one rank per GPU"
 fi
 
 # Scaling over 1, 2, 4 and 8 GPUs (as many as the machine has), each count against one GPU in the

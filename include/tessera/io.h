@@ -106,8 +106,9 @@ typedef struct ts_gauges {
 ts_status ts_gauges_read(const char *path, const ts_raster *geom, ts_gauges *out);
 void ts_gauges_free(ts_gauges *g);
 
-/* A two-column time series CSV ("t,q" header or none; t strictly increasing, finite values). */
-ts_status ts_series_read(const char *path, int *n, double **t, double **v);
+/* A two-column time series CSV ("t,q" header or none; t strictly increasing, finite values, none
+ * below min_value: -INFINITY allows any). */
+ts_status ts_series_read(const char *path, double min_value, int *n, double **t, double **v);
 
 /* Minimal streaming JSON writer with correct escaping and round-trip number formatting. */
 typedef struct ts_json {

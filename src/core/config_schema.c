@@ -75,6 +75,20 @@ static const ts_config_key schema[] = {
     {"swe", "dry_depth", "m", "1e-4", "depth at or below which a cell counts as dry"},
     {"swe", "arrival_depth", "m", "0.01", "depth that defines the first arrival time"},
     {"swe", "tile_size", "cells", "32", "edge of the tiles of the activity mask (early exit)"},
+    {"rain", "rate", "mm/h", "(none)",
+     "rain on every active cell: a number; a CSV file (.csv, .txt) of rows t,mm_per_h, each rate "
+     "holding until the next row's time (piecewise constant); or a raster stack (GeoTIFF bands, "
+     "NetCDF time steps, one grid) of mm/h per cell, NODATA: no rain"},
+    {"rain", "start", "s", "0", "time at which the rain (its first row or frame) begins"},
+    {"rain", "end", "s", "(none)",
+     "time at which the rain stops (a CSV's last rate and a single grid last until then)"},
+    {"rain", "interval", "s", "(none)",
+     "time between the frames of a raster stack whose file gives no frame times"},
+    {"rain", "loss_initial", "mm", "0",
+     "initial loss (abstraction): water taken from each cell before the continuing loss; a "
+     "number or a grid"},
+    {"rain", "loss_rate", "mm/h", "0",
+     "continuing loss (infiltration) once the initial loss is filled; a number or a grid"},
     {"boundary", "north", "", "wall", "wall, outflow, level or inflow"},
     {"boundary", "south", "", "wall", "wall, outflow, level or inflow"},
     {"boundary", "east", "", "wall", "wall, outflow, level or inflow"},

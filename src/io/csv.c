@@ -231,8 +231,8 @@ void ts_gauges_free(ts_gauges *g) {
   memset(g, 0, sizeof *g);
 }
 
-static ts_status series_parse_row(csv_file *c, int is_first, int *n, int *capacity, double **t,
-                                  double **v) {
+static ts_status series_parse_row(csv_file *c, int is_first, double min_value, int *n,
+                                  int *capacity, double **t, double **v) {
   char *fields[2];
   double time, value;
   int count = csv_split(c->line, fields, 2);
@@ -247,6 +247,9 @@ static ts_status series_parse_row(csv_file *c, int is_first, int *n, int *capaci
   if (!csv_parse_number(fields[1], &value))
     return ts_error(TS_ERR_INPUT, "%s:%ld: value '%s' is not a finite number", c->path, c->number,
                     fields[1]);
+  if (value < min_value)
+    return ts_error(TS_ERR_INPUT, "%s:%ld: value %g is below the smallest allowed, %g", c->path,
+                    c->number, value, min_value);
   if (*n > 0 && !(time > (*t)[*n - 1]))
     return ts_error(TS_ERR_INPUT, "%s:%ld: time %g is not greater than the previous time %g",
                     c->path, c->number, time, (*t)[*n - 1]);
@@ -268,7 +271,7 @@ static ts_status series_parse_row(csv_file *c, int is_first, int *n, int *capaci
   return TS_OK;
 }
 
-ts_status ts_series_read(const char *path, int *n, double **t, double **v) {
+ts_status ts_series_read(const char *path, double min_value, int *n, double **t, double **v) {
   csv_file c;
   int found = 0, capacity = 0, is_first = 1;
   *n = 0;
@@ -277,7 +280,7 @@ ts_status ts_series_read(const char *path, int *n, double **t, double **v) {
   TS_CALL(csv_open(&c, path));
   ts_status status;
   while ((status = csv_next_content_line(&c, &found)) == TS_OK && found) {
-    status = series_parse_row(&c, is_first, n, &capacity, t, v);
+    status = series_parse_row(&c, is_first, min_value, n, &capacity, t, v);
     is_first = 0;
     if (status != TS_OK)
       break;

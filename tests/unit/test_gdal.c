@@ -31,14 +31,8 @@
 
 static char dir[64];
 
-/* DIR/name in one of a few rotating buffers (several may be in use at once). */
-static const char *at(const char *name) {
-  static char buffers[8][512];
-  static int next;
-  char *b = buffers[next++ % 8];
-  snprintf(b, sizeof buffers[0], "%s/%s", dir, name);
-  return b;
-}
+/* DIR/name. */
+static const char *at(const char *name) { return path_in(dir, name); }
 
 /* A failure reported as one line naming path with the expected status. */
 static int one_line_error(ts_status st, ts_status expected, const char *path) {
@@ -56,15 +50,7 @@ static int run_tessera(const char *args) {
 
 /* The first line of DIR/stderr.txt and the number of lines. */
 static int stderr_lines(char *line, size_t size) {
-  char *text = read_file(at("stderr.txt"));
-  int lines = 0;
-  line[0] = '\0';
-  for (char *p = text; p && *p; p++)
-    lines += *p == '\n';
-  if (text)
-    snprintf(line, size, "%.*s", (int)strcspn(text, "\n"), text);
-  free(text);
-  return lines;
+  return file_lines(at("stderr.txt"), line, size);
 }
 
 /* The fixture grids: NX x NY cells of CELL m at (X0, Y0). */
@@ -697,14 +683,5 @@ int main(void) {
   test_asc_prj("PROJCS[\"some CRS\"]");
   test_netcdf_crs("PROJCS[\"some CRS\"]");
 #endif
-  if (failures == 0) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-      printf("could not remove %s\n", dir);
-  } else {
-    printf("files kept in %s\n", dir);
-  }
-  printf("%d failure(s)\n", failures);
-  return failures != 0;
+  return finish_in_dir(dir, failures);
 }

@@ -364,13 +364,13 @@ static void test_series(void) {
   int n;
   double *t, *v;
   write_file("io_series.csv", "t , q\n0, 10\n60,20.5\n\n120 ,0\n");
-  CHECK(ts_series_read("io_series.csv", &n, &t, &v) == TS_OK, "series with header read: %s",
-        ts_error_message());
+  CHECK(ts_series_read("io_series.csv", -INFINITY, &n, &t, &v) == TS_OK,
+        "series with header read: %s", ts_error_message());
   CHECK(n == 3 && t[1] == 60 && v[1] == 20.5 && t[2] == 120 && v[2] == 0, "series values");
   free(t);
   free(v);
   write_file("io_series.csv", "0,1\n");
-  CHECK(ts_series_read("io_series.csv", &n, &t, &v) == TS_OK && n == 1 && v[0] == 1,
+  CHECK(ts_series_read("io_series.csv", -INFINITY, &n, &t, &v) == TS_OK && n == 1 && v[0] == 1,
         "one row without header");
   free(t);
   free(v);
@@ -386,10 +386,16 @@ static void test_series(void) {
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     write_file("io_series.csv", cases[k].text);
-    ts_status status = ts_series_read("io_series.csv", &n, &t, &v);
+    ts_status status = ts_series_read("io_series.csv", -INFINITY, &n, &t, &v);
     CHECK(status == TS_ERR_INPUT && strstr(ts_error_message(), cases[k].expected) && t == NULL,
           "series error %zu: expected '%s', got '%s'", k, cases[k].expected, ts_error_message());
   }
+  write_file("io_series.csv", "0,1\n60,-0.5\n");
+  CHECK(ts_series_read("io_series.csv", 0, &n, &t, &v) == TS_ERR_INPUT &&
+            strstr(ts_error_message(),
+                   "io_series.csv:2: value -0.5 is below the smallest allowed, 0") &&
+            t == NULL,
+        "value below the minimum: %s", ts_error_message());
 }
 
 static void test_json(void) {

@@ -5,10 +5,12 @@
 #include "physics/swe/swe_case.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,7 +43,10 @@ typedef struct swe_case {
   int has_h0, has_hu0, has_hv0, has_friction, has_surface;
   ts_raster surface;
   double *bc_t[4], *bc_q[4];
-  double *out_times; /* sorted output times up to t_end */
+  double *rain_t, *rain_rate;        /* [rain] frames: start times (s), uniform rates (m/s) */
+  ts_raster_stack rain_grids;        /* or gridded rates (m/s per cell) */
+  ts_raster loss_initial, loss_rate; /* loss grids (m, m/s), when given as grids */
+  double *out_times;                 /* sorted output times up to t_end */
   int nout;
   int formats[TS_NFORMATS];
   ts_gauges gauges;
@@ -69,14 +74,14 @@ typedef struct run_state {
 
 /* ------------------------------------------------------------------ reading the case */
 
-/* The grid file of [swe] key (NULL when not given), relative to the case file as ts_config_path
- * makes it, also inside GDAL's DRIVER:"file":name syntax (NETCDF:"rain.nc":rain). */
-static ts_status grid_path(const swe_case *k, const char *key, char **path) {
+/* The grid file of [section] key (NULL when not given), relative to the case file as
+ * ts_config_path makes it, also inside GDAL's DRIVER:"file":name syntax (NETCDF:"rain.nc":rain). */
+static ts_status grid_path(const swe_case *k, const char *section, const char *key, char **path) {
   const char *value;
-  TS_CALL(ts_config_path(k->cfg, "swe", key, path));
+  TS_CALL(ts_config_path(k->cfg, section, key, path));
   if (!*path)
     return TS_OK;
-  TS_CALL(ts_config_string(k->cfg, "swe", key, "", &value));
+  TS_CALL(ts_config_string(k->cfg, section, key, "", &value));
   size_t dir = strlen(*path) - strlen(value), driver = strcspn(value, ":");
   static const char *const name_chars =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
@@ -113,23 +118,29 @@ static ts_status check_grid_crs(const swe_case *k, const char *path, const ts_ra
                   k->bed_path);
 }
 
-static ts_status read_grid(const swe_case *k, const char *key, ts_raster *r, int *present) {
+/* A grid read for the case must have the bed's geometry and, when it has one, its CRS. */
+static ts_status check_grid(const swe_case *k, const char *path, const ts_raster *r) {
+  if (!ts_raster_same_geometry(&k->bed, r))
+    return ts_error(TS_ERR_INPUT,
+                    "%s: grid %d x %d at (%g, %g), cell %g, differs from the bed %s: %d x %d at "
+                    "(%g, %g), cell %g",
+                    path, r->ncols, r->nrows, r->xll, r->yll, r->cellsize, k->bed_path,
+                    k->bed.ncols, k->bed.nrows, k->bed.xll, k->bed.yll, k->bed.cellsize);
+  return check_grid_crs(k, path, r);
+}
+
+static ts_status read_grid(const swe_case *k, const char *section, const char *key, ts_raster *r,
+                           int *present) {
   char *path = NULL;
   *present = 0;
-  TS_CALL(grid_path(k, key, &path));
+  TS_CALL(grid_path(k, section, key, &path));
   if (!path)
     return TS_OK;
   ts_status st = ts_raster_read(path, r);
   if (st == TS_ERR_IO)
     st = TS_ERR_INPUT; /* an input grid that cannot be read is bad input (exit code 2) */
-  if (st == TS_OK && k->bed.v && !ts_raster_same_geometry(&k->bed, r))
-    st = ts_error(TS_ERR_INPUT,
-                  "%s: grid %d x %d at (%g, %g), cell %g, differs from the bed %s: %d x %d at "
-                  "(%g, %g), cell %g",
-                  path, r->ncols, r->nrows, r->xll, r->yll, r->cellsize, k->bed_path, k->bed.ncols,
-                  k->bed.nrows, k->bed.xll, k->bed.yll, k->bed.cellsize);
   if (st == TS_OK && k->bed.v)
-    st = check_grid_crs(k, path, r);
+    st = check_grid(k, path, r);
   if (st != TS_OK)
     ts_raster_free(r);
   free(path);
@@ -167,12 +178,12 @@ static long asc_value_line(const char *path, int64_t index) {
   return found;
 }
 
-/* An error about the value of grid cell (i, j) of the grid file of [swe] key: "FILE:LINE: what
- * at row R, column C" with R counted from the north as in the file. */
-static ts_status grid_value_error(const swe_case *k, const char *key, const ts_raster *r, int i,
-                                  int j, const char *what) {
+/* An error about the value of grid cell (i, j) of the grid file of [section] key: "FILE:LINE:
+ * what at row R, column C" with R counted from the north as in the file. */
+static ts_status grid_value_error(const swe_case *k, const char *section, const char *key,
+                                  const ts_raster *r, int i, int j, const char *what) {
   char *path = NULL;
-  TS_CALL(grid_path(k, key, &path));
+  TS_CALL(grid_path(k, section, key, &path));
   int row = r->nrows - j;
   long line = ts_asc_detect(path) ? asc_value_line(path, (int64_t)(row - 1) * r->ncols + i) : 0;
   ts_status st =
@@ -183,23 +194,26 @@ static ts_status grid_value_error(const swe_case *k, const char *key, const ts_r
   return st;
 }
 
-/* Checks a grid of depths: no negative or missing (NODATA) value on active cells. */
-static ts_status check_depths(const swe_case *k, const char *key, const ts_raster *r) {
-  for (int j = r->nrows - 1; j >= 0; j--) {
+/* Checks that a grid holds values >= 0 on the active cells; NODATA there is an error unless
+ * nodata_ok. `frame` (may be NULL) names the frame of a stack in the message. */
+static ts_status check_nonnegative(const swe_case *k, const char *section, const char *key,
+                                   const ts_raster *r, const char *quantity, int nodata_ok,
+                                   const char *frame) {
+  for (int j = r->nrows - 1; j >= 0; j--)
     for (int i = 0; i < r->ncols; i++) {
       double v = r->v[i + (size_t)j * r->ncols];
       if (ts_raster_is_nodata(&k->bed, k->bed.v[i + (size_t)j * r->ncols]))
         continue;
-      char what[64];
-      if (ts_raster_is_nodata(r, v))
-        snprintf(what, sizeof what, "missing depth (NODATA) on an active cell");
-      else if (v < 0)
-        snprintf(what, sizeof what, "negative depth %g", v);
-      else
+      int missing = ts_raster_is_nodata(r, v);
+      if ((missing && nodata_ok) || (!missing && v >= 0 && isfinite(v)))
         continue;
-      return grid_value_error(k, key, r, i, j, what);
+      char what[160];
+      if (missing)
+        snprintf(what, sizeof what, "%smissing %s (NODATA)", frame ? frame : "", quantity);
+      else
+        snprintf(what, sizeof what, "%snegative %s %g", frame ? frame : "", quantity, v);
+      return grid_value_error(k, section, key, r, i, j, what);
     }
-  }
   return TS_OK;
 }
 
@@ -218,19 +232,8 @@ static ts_status read_friction(swe_case *k) {
       return ts_config_error(k->cfg, "swe", key, "must be >= 0");
     return TS_OK;
   }
-  TS_CALL(read_grid(k, key, &k->friction, &k->has_friction));
-  const ts_raster *r = &k->friction;
-  for (int j = r->nrows - 1; j >= 0; j--)
-    for (int i = 0; i < r->ncols; i++) {
-      double v = r->v[i + (size_t)j * r->ncols];
-      if (ts_raster_is_nodata(&k->bed, k->bed.v[i + (size_t)j * r->ncols]))
-        continue;
-      if (ts_raster_is_nodata(r, v) || v < 0)
-        return grid_value_error(k, key, r, i, j,
-                                ts_raster_is_nodata(r, v) ? "missing friction coefficient (NODATA)"
-                                                          : "negative friction coefficient");
-    }
-  return TS_OK;
+  TS_CALL(read_grid(k, "swe", key, &k->friction, &k->has_friction));
+  return check_nonnegative(k, "swe", key, &k->friction, "friction coefficient", 0, NULL);
 }
 
 /* The case's CRS: the bed's, or [swe] crs when the bed has none (both given: they must agree). */
@@ -284,7 +287,7 @@ static ts_status read_boundaries(swe_case *k) {
       if (!path)
         return ts_config_error(k->cfg, "boundary", side_names[side],
                                "an inflow boundary needs [boundary] %s", key);
-      ts_status st = ts_series_read(path, &bc->npoints, &k->bc_t[side], &k->bc_q[side]);
+      ts_status st = ts_series_read(path, -INFINITY, &bc->npoints, &k->bc_t[side], &k->bc_q[side]);
       free(path);
       TS_CALL(st);
       bc->t = k->bc_t[side];
@@ -294,6 +297,183 @@ static ts_status read_boundaries(swe_case *k) {
                              side_names[side]);
     }
   }
+  return TS_OK;
+}
+
+/* ------------------------------------------------------------------ rain and losses */
+
+static const double MM_PER_H = 1e-3 / 3600; /* m/s */
+static const double MM = 1e-3;              /* m */
+
+/* 1 when [section] key names a CSV file (.csv or .txt), read as a time series. */
+static int is_series_file(const char *path) {
+  const char *dot = strrchr(path, '.');
+  return dot && (strcasecmp(dot, ".csv") == 0 || strcasecmp(dot, ".txt") == 0);
+}
+
+/* Start times of the frames of a stack: the file's own times, else `interval` apart, from
+ * `start`. The last frame lasts as long as the one before it (or `interval`) unless `end` cuts
+ * it; a single frame without times lasts to `end`. Returns the end of the last frame in *last. */
+static ts_status stack_times(swe_case *k, const char *path, double start, double *last) {
+  const ts_raster_stack *st = &k->rain_grids;
+  int n = st->n, has_interval = ts_config_has(k->cfg, "rain", "interval");
+  double interval = 0;
+  if (has_interval) {
+    TS_CALL(ts_config_double(k->cfg, "rain", "interval", 0, &interval));
+    if (!(interval > 0))
+      return ts_config_error(k->cfg, "rain", "interval", "must be positive");
+  }
+  int file_times = !isnan(st->times[0]);
+  if (file_times && has_interval)
+    return ts_config_error(k->cfg, "rain", "interval",
+                           "%s gives its frame times; interval is only for a stack without them",
+                           path);
+  if (!file_times && n > 1 && !has_interval)
+    return ts_config_error(k->cfg, "rain", "rate",
+                           "%s has %d frames but no frame times: give [rain] interval (s)", path,
+                           n);
+  for (int f = 0; f < n; f++) {
+    k->rain_t[f] = start + (file_times ? st->times[f] : f * interval);
+    if (f > 0 && !(k->rain_t[f] > k->rain_t[f - 1]))
+      return ts_error(TS_ERR_INPUT, "%s: frame %d at %g s does not come after frame %d", path,
+                      f + 1, k->rain_t[f] - start, f);
+  }
+  if (has_interval)
+    *last = k->rain_t[n - 1] + interval;
+  else if (n > 1)
+    *last = k->rain_t[n - 1] + (k->rain_t[n - 1] - k->rain_t[n - 2]);
+  else
+    *last = INFINITY;
+  return TS_OK;
+}
+
+/* [rain] rate as a raster stack: every frame on the bed's grid and CRS, mm/h >= 0 (NODATA: no
+ * rain there), converted to m/s. */
+static ts_status read_rain_grids(swe_case *k, double start, double *last) {
+  char *path = NULL;
+  TS_CALL(grid_path(k, "rain", "rate", &path));
+  ts_status st = ts_raster_stack_read(path, &k->rain_grids);
+  if (st == TS_ERR_IO)
+    st = TS_ERR_INPUT;
+  if (st == TS_OK)
+    k->rain_t = malloc(sizeof(double) * (size_t)k->rain_grids.n);
+  if (st == TS_OK && !k->rain_t)
+    st = ts_error(TS_ERR_NOMEM, "out of memory");
+  for (int f = 0; st == TS_OK && f < k->rain_grids.n; f++) {
+    ts_raster *r = &k->rain_grids.frames[f];
+    char frame[32];
+    snprintf(frame, sizeof frame, "frame %d: ", f + 1);
+    st = check_grid(k, path, r);
+    if (st == TS_OK)
+      st =
+          check_nonnegative(k, "rain", "rate", r, "rain rate", 1, k->rain_grids.n > 1 ? frame : "");
+    for (size_t c = 0; st == TS_OK && c < (size_t)r->ncols * r->nrows; c++)
+      if (!ts_raster_is_nodata(r, r->v[c]))
+        r->v[c] *= MM_PER_H;
+  }
+  if (st == TS_OK)
+    st = stack_times(k, path, start, last);
+  free(path);
+  return st;
+}
+
+/* [rain] rate as a CSV series t,mm_per_h: each row's rate holds until the next row (piecewise
+ * constant), the last one until [rain] end. */
+static ts_status read_rain_series(swe_case *k, double start, double *last) {
+  char *path = NULL;
+  int n;
+  double *rate;
+  TS_CALL(ts_config_path(k->cfg, "rain", "rate", &path));
+  ts_status st = ts_series_read(path, 0, &n, &k->rain_t, &rate);
+  free(path);
+  TS_CALL(st);
+  k->rain_rate = rate;
+  k->params.rain.nframes = n;
+  for (int f = 0; f < n; f++) {
+    k->rain_t[f] += start;
+    rate[f] *= MM_PER_H;
+  }
+  *last = INFINITY;
+  return TS_OK;
+}
+
+/* A loss: [rain] key as a number (times unit) or a grid (values times unit, NODATA: none). */
+static ts_status read_loss(swe_case *k, const char *key, double unit, double *value,
+                           ts_raster *grid, const ts_raster **param) {
+  if (!ts_config_has(k->cfg, "rain", key))
+    return TS_OK;
+  if (ts_config_is_number(k->cfg, "rain", key)) {
+    TS_CALL(ts_config_double(k->cfg, "rain", key, 0, value));
+    if (!(*value >= 0))
+      return ts_config_error(k->cfg, "rain", key, "must be >= 0");
+    *value *= unit;
+    return TS_OK;
+  }
+  int present;
+  TS_CALL(read_grid(k, "rain", key, grid, &present));
+  TS_CALL(check_nonnegative(k, "rain", key, grid, key, 1, NULL));
+  for (size_t c = 0; c < (size_t)grid->ncols * grid->nrows; c++)
+    if (!ts_raster_is_nodata(grid, grid->v[c]))
+      grid->v[c] *= unit;
+  *param = grid;
+  return TS_OK;
+}
+
+/* [rain]: rate (mm/h) as a number, a CSV series or a raster stack, between start and end (s);
+ * loss_initial (mm) and loss_rate (mm/h), numbers or grids. */
+static ts_status read_rain(swe_case *k) {
+  ts_swe_rain *rain = &k->params.rain;
+  double start = 0, end = INFINITY, last = INFINITY;
+  TS_CALL(ts_config_double(k->cfg, "rain", "start", 0, &start));
+  if (!(start >= 0))
+    return ts_config_error(k->cfg, "rain", "start", "must be >= 0");
+  if (ts_config_has(k->cfg, "rain", "end")) {
+    TS_CALL(ts_config_double(k->cfg, "rain", "end", 0, &end));
+    if (!(end > start))
+      return ts_config_error(k->cfg, "rain", "end", "must be after start (%g s)", start);
+  }
+  TS_CALL(read_loss(k, "loss_initial", MM, &k->params.losses.initial, &k->loss_initial,
+                    &k->params.losses.initial_grid));
+  TS_CALL(read_loss(k, "loss_rate", MM_PER_H, &k->params.losses.rate, &k->loss_rate,
+                    &k->params.losses.rate_grid));
+  const char *rain_keys[] = {"start", "end", "interval"};
+  if (!ts_config_has(k->cfg, "rain", "rate")) {
+    for (int q = 0; q < 3; q++)
+      if (ts_config_has(k->cfg, "rain", rain_keys[q]))
+        return ts_config_error(k->cfg, "rain", rain_keys[q], "needs [rain] rate");
+    return TS_OK;
+  }
+  if (ts_config_is_number(k->cfg, "rain", "rate")) {
+    double mm_per_h;
+    TS_CALL(ts_config_double(k->cfg, "rain", "rate", 0, &mm_per_h));
+    if (!(mm_per_h >= 0))
+      return ts_config_error(k->cfg, "rain", "rate", "must be >= 0 (mm/h)");
+    k->rain_t = malloc(sizeof(double));
+    k->rain_rate = malloc(sizeof(double));
+    if (!k->rain_t || !k->rain_rate)
+      return ts_error(TS_ERR_NOMEM, "out of memory");
+    k->rain_t[0] = start;
+    k->rain_rate[0] = mm_per_h * MM_PER_H;
+    rain->nframes = 1;
+  } else {
+    char *path = NULL;
+    TS_CALL(ts_config_path(k->cfg, "rain", "rate", &path));
+    int series = is_series_file(path);
+    free(path);
+    if (ts_config_has(k->cfg, "rain", "interval") && series)
+      return ts_config_error(k->cfg, "rain", "interval", "is only for a raster stack");
+    TS_CALL(series ? read_rain_series(k, start, &last) : read_rain_grids(k, start, &last));
+    rain->nframes = series ? rain->nframes : k->rain_grids.n;
+  }
+  /* Frames that start at or after the end fall away. */
+  rain->end = end < last ? end : last;
+  while (rain->nframes > 0 && k->rain_t[rain->nframes - 1] >= rain->end)
+    rain->nframes--;
+  if (rain->nframes == 0)
+    return ts_config_error(k->cfg, "rain", "end", "no rain falls before the end (%g s)", rain->end);
+  rain->t = k->rain_t;
+  rain->rate = k->rain_rate;
+  rain->grids = k->rain_rate ? NULL : k->rain_grids.frames;
   return TS_OK;
 }
 
@@ -478,8 +658,8 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
   int has_bed;
   if (!ts_config_has(k->cfg, "swe", "bed"))
     return ts_error(TS_ERR_INPUT, "%s: [swe] bed is required", opt->case_path);
-  TS_CALL(grid_path(k, "bed", &k->bed_path));
-  TS_CALL(read_grid(k, "bed", &k->bed, &has_bed));
+  TS_CALL(grid_path(k, "swe", "bed", &k->bed_path));
+  TS_CALL(read_grid(k, "swe", "bed", &k->bed, &has_bed));
   TS_CALL(read_case_crs(k));
   if (ts_crs_is_geographic(k->bed.crs)) {
     char label[160];
@@ -494,14 +674,15 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
       ts_config_has(k->cfg, "swe", "initial_depth"))
     return ts_config_error(k->cfg, "swe", "initial_depth",
                            "give either initial_surface or initial_depth, not both");
-  TS_CALL(read_grid(k, "initial_surface", &k->surface, &k->has_surface));
-  TS_CALL(read_grid(k, "initial_depth", &k->h0, &k->has_h0));
+  TS_CALL(read_grid(k, "swe", "initial_surface", &k->surface, &k->has_surface));
+  TS_CALL(read_grid(k, "swe", "initial_depth", &k->h0, &k->has_h0));
   if (k->has_h0)
-    TS_CALL(check_depths(k, "initial_depth", &k->h0));
-  TS_CALL(read_grid(k, "initial_hu", &k->hu0, &k->has_hu0));
-  TS_CALL(read_grid(k, "initial_hv", &k->hv0, &k->has_hv0));
+    TS_CALL(check_nonnegative(k, "swe", "initial_depth", &k->h0, "depth", 0, NULL));
+  TS_CALL(read_grid(k, "swe", "initial_hu", &k->hu0, &k->has_hu0));
+  TS_CALL(read_grid(k, "swe", "initial_hv", &k->hv0, &k->has_hv0));
   TS_CALL(read_friction(k));
   TS_CALL(read_boundaries(k));
+  TS_CALL(read_rain(k));
 
   TS_CALL(read_output_times(k));
   TS_CALL(read_formats(k));
@@ -556,6 +737,11 @@ static void free_case(swe_case *k) {
     free(k->bc_t[side]);
     free(k->bc_q[side]);
   }
+  free(k->rain_t);
+  free(k->rain_rate);
+  ts_raster_stack_free(&k->rain_grids);
+  ts_raster_free(&k->loss_initial);
+  ts_raster_free(&k->loss_rate);
   free(k->out_times);
   free(k->bed_path);
   if (k->has_gauges)
@@ -746,6 +932,40 @@ static ts_status write_gauges(const swe_case *k, const gauge_log *log) {
   return ts_commit_temp(f, tmp, path);
 }
 
+/* gauges.png: depth and water surface against time, one panel each, a line per gauge. */
+static ts_status plot_gauges(const swe_case *k, const gauge_log *log) {
+  if (log->n == 0)
+    return TS_OK;
+  int ng = k->gauges.n;
+  size_t n = log->n;
+  double *values = malloc(sizeof(double) * n * (size_t)(1 + 2 * ng));
+  ts_plot_series *series = malloc(sizeof *series * (size_t)(2 * ng));
+  if (!values || !series) {
+    free(values);
+    free(series);
+    return ts_error(TS_ERR_NOMEM, "out of memory for gauges.png");
+  }
+  double *t = values;
+  for (size_t r = 0; r < n; r++) {
+    const double *row = log->rows + r * log->width;
+    t[r] = row[0];
+    for (int g = 0; g < ng; g++) {
+      values[(1 + g) * n + r] = row[1 + 4 * g];      /* h */
+      values[(1 + ng + g) * n + r] = row[2 + 4 * g]; /* surface */
+    }
+  }
+  for (int q = 0; q < 2 * ng; q++)
+    series[q] = (ts_plot_series){k->gauges.id[q % ng], values + (size_t)(1 + q) * n};
+  ts_plot_panel panels[2] = {{"water depth at the gauges", "depth h (m)", ng, series},
+                             {"water surface at the gauges", "surface eta (m)", ng, series + ng}};
+  char path[4096];
+  snprintf(path, sizeof path, "%s/gauges.png", k->out_dir);
+  ts_status st = ts_png_write_plot(path, (int)n, t, "time t (s)", 2, panels, "Gauges");
+  free(values);
+  free(series);
+  return st;
+}
+
 /* The maps written at the end (with [output] maxima = on), one row each: the solver variable,
  * the file name (NAME.asc always, NAME.tif with the geotiff format) and the summary.json keys of
  * the two files under "maxima". */
@@ -758,6 +978,8 @@ static const map_output map_outputs[] = {
     {TS_SWE_MAX_SPEED, "max_speed", "speed", "speed_tif"},
     {TS_SWE_ARRIVAL, "arrival", "arrival", "arrival_tif"},
     {TS_SWE_MAX_ETA, "max_eta", "eta", "eta_tif"},
+    {TS_SWE_DURATION, "duration", "duration", "duration_tif"},
+    {TS_SWE_MAX_HAZARD, "max_hazard", "hazard", "hazard_tif"},
 };
 enum { NMAPS = sizeof map_outputs / sizeof map_outputs[0] };
 
@@ -972,6 +1194,25 @@ static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub
   ts_json_key(j, "early_exit"), ts_json_bool(j, ts_swe_early_exit(s));
   ts_json_key(j, "overlap"), ts_json_bool(j, p->parallel.overlap);
   ts_json_key(j, "transport"), ts_json_string(j, ts_swe_transport(s));
+  /* The GPUs used, one entry per rank and device, with its number of subdomains. */
+  ts_json_key(j, "devices");
+  ts_json_array_begin(j);
+  for (int sub = 0; sub < d->count; sub++) {
+    int first = stats[sub].device >= 0, count = 0;
+    for (int o = 0; o < d->count; o++) {
+      int same = stats[o].device == stats[sub].device && stats[o].rank == stats[sub].rank;
+      first = first && !(same && o < sub);
+      count += same;
+    }
+    if (!first)
+      continue;
+    ts_json_object_begin(j);
+    ts_json_key(j, "rank"), ts_json_int(j, stats[sub].rank);
+    ts_json_key(j, "device"), ts_json_int(j, stats[sub].device);
+    ts_json_key(j, "subdomains"), ts_json_int(j, count);
+    ts_json_object_end(j);
+  }
+  ts_json_array_end(j);
   ts_json_key(j, "subdomain_timings");
   ts_json_array_begin(j);
   for (int sub = 0; sub < d->count; sub++) {
@@ -979,6 +1220,7 @@ static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub
     ts_json_object_begin(j);
     ts_json_key(j, "subdomain"), ts_json_int(j, sub);
     ts_json_key(j, "rank"), ts_json_int(j, t->rank);
+    ts_json_key(j, "device"), ts_json_int(j, t->device);
     ts_json_key(j, "cells");
     ts_json_array_begin(j);
     ts_json_int(j, t->box.lo[0]), ts_json_int(j, t->box.hi[0]);
@@ -991,6 +1233,22 @@ static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub
     ts_json_object_end(j);
   }
   ts_json_array_end(j);
+}
+
+/* "volume_budget": every volume (m3) in and out since t = 0, and how well they close. */
+static void write_summary_budget(ts_json *j, double initial, double final, const ts_swe_budget *b) {
+  double in = initial + b->rain + b->inflow;
+  double gap = in - b->outflow - b->losses - final;
+  ts_json_key(j, "volume_budget");
+  ts_json_object_begin(j);
+  ts_json_key(j, "initial"), ts_json_number(j, initial);
+  ts_json_key(j, "rain"), ts_json_number(j, b->rain);
+  ts_json_key(j, "inflow"), ts_json_number(j, b->inflow);
+  ts_json_key(j, "outflow"), ts_json_number(j, b->outflow);
+  ts_json_key(j, "losses"), ts_json_number(j, b->losses);
+  ts_json_key(j, "final"), ts_json_number(j, final);
+  ts_json_key(j, "rel_error"), ts_json_number(j, gap / fmax(in, DBL_MIN));
+  ts_json_object_end(j);
 }
 
 typedef struct run_totals {
@@ -1012,7 +1270,10 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_swe_sub_stats *stats = malloc(sizeof *stats * (size_t)d->count);
   if (!stats)
     return ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_swe_budget budget;
   ts_status st = ts_swe_stats(s, stats);
+  if (st == TS_OK)
+    st = ts_swe_budget_get(s, &budget);
   if (st != TS_OK || !k->root) {
     free(stats);
     return st;
@@ -1064,6 +1325,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "mass_rel_error");
   ts_json_number(&j,
                  rs->volume_initial > 0 ? (v_final - rs->volume_initial) / rs->volume_initial : 0);
+  write_summary_budget(&j, rs->volume_initial, v_final, &budget);
   ts_json_key(&j, "wet_cells"), ts_json_int(&j, wet_cells);
   ts_json_key(&j, "tiles"), ts_json_int(&j, (long long)tx * ty);
   ts_json_key(&j, "active_tiles"), ts_json_int(&j, active_tiles);
@@ -1092,6 +1354,11 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "gauges");
   if (k->has_gauges)
     ts_json_string(&j, "gauges.csv");
+  else
+    ts_json_null(&j);
+  ts_json_key(&j, "gauges_png");
+  if (k->has_gauges && k->formats[FMT_PNG])
+    ts_json_string(&j, "gauges.png");
   else
     ts_json_null(&j);
   ts_json_key(&j, "checkpoints");
@@ -1198,6 +1465,8 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     st = write_maxima(k, s, work[0], maps);
   if (st == TS_OK && k->has_gauges)
     st = ts_comm_agree(k->comm, k->root ? write_gauges(k, log) : TS_OK);
+  if (st == TS_OK && k->has_gauges && k->formats[FMT_PNG])
+    st = ts_comm_agree(k->comm, k->root ? plot_gauges(k, log) : TS_OK);
   if (st == TS_OK)
     st = ts_comm_agree(k->comm,
                        write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maps, checkpoints, nckpt));
