@@ -50,6 +50,12 @@ int ts_decomp_owner(const ts_decomp *d, const int c[3]);
 /* Rank that runs subdomain `sub` of `count` on `ranks` ranks: contiguous, even blocks. */
 int ts_decomp_rank(int sub, int count, int ranks);
 
+/* Moves the boundaries of a decomposition as ts_decomp_create made it so that the subdomains'
+ * extents follow `weights` (count positive numbers, e.g. devices' relative speeds): along each
+ * split axis, slab k gets cells in proportion to the sum of the weights of its subdomains
+ * (exact for rows and columns, separable for tiles), at least one cell each. */
+ts_status ts_decomp_weigh(ts_decomp *d, const double *weights);
+
 /* Moves the face shared by neighbours a and b by `delta` cells towards b (delta > 0: a grows,
  * b shrinks). a and b must share a whole face; each keeps at least one cell. */
 ts_status ts_decomp_move_boundary(ts_decomp *d, int a, int b, int delta);

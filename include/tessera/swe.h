@@ -66,6 +66,8 @@ typedef struct ts_swe_parallel {
   int overlap;                  /* exchange behind interior computation, default 1 */
   ts_transport_kind transport;  /* halos between GPU ranks: auto (default), host, cuda-mpi, nccl */
   ts_swe_gpu_kernels kernels;   /* CUDA stage kernels (same results), default auto */
+  int nweights;                 /* 0, or the number of subdomains: their relative sizes */
+  const double *weights;        /* (ts_decomp_weigh; copied by ts_swe_create) */
 } ts_swe_parallel;
 
 /* Rain: frames of a rate constant in time, frame k from t[k] to t[k + 1] (the last one to

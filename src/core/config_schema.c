@@ -140,6 +140,9 @@ static const ts_config_key schema[] = {
     {"parallel", "transport", "", "auto",
      "halos between MPI ranks on GPUs: auto (nccl, else cuda-mpi, else host), host, cuda-mpi, "
      "nccl"},
+    {"parallel", "weights", "", "(equal)",
+     "swe: relative sizes of the subdomains, one positive number per subdomain (e.g. 3,1 for a "
+     "device three times as fast as the other): static balance by hand"},
     {"parallel", "gpu_kernels", "", "auto",
      "CUDA stage kernels of shallow water: auto (rows on subdomains of 4 Mi cells or more when "
      "early_exit is off or auto on a wet grid, else tiles), tiles, rows; same results"},

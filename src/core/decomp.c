@@ -1,7 +1,8 @@
-/* Domain decomposition into boxes: the initial split, ownership lookup, rank mapping and moving
- * the boundary between two neighbours. */
+/* Domain decomposition into boxes: the initial split, its weighting, ownership lookup, rank
+ * mapping and moving the boundary between two neighbours. */
 #include "tessera/decomp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,46 @@ int ts_decomp_rank(int sub, int count, int ranks) {
     if ((int64_t)r * count / ranks <= sub)
       return r;
   return 0;
+}
+
+ts_status ts_decomp_weigh(ts_decomp *d, const double *weights) {
+  for (int s = 0; s < d->count; s++)
+    if (!(weights[s] > 0 && isfinite(weights[s])))
+      return ts_error(TS_ERR_INPUT, "decomposition: weight %d is %g; weights must be positive",
+                      s + 1, weights[s]);
+  for (int a = 0; a < d->dim; a++) {
+    int p = d->parts[a], stride = a == 0 ? 1 : (a == 1 ? d->parts[0] : d->parts[0] * d->parts[1]);
+    if (p == 1)
+      continue;
+    double *slab = calloc((size_t)p, sizeof *slab), total = 0;
+    int *cut = malloc(sizeof(int) * (size_t)(p + 1));
+    if (!slab || !cut) {
+      free(slab);
+      free(cut);
+      return ts_error(TS_ERR_NOMEM, "out of memory");
+    }
+    for (int s = 0; s < d->count; s++) {
+      slab[(s / stride) % p] += weights[s];
+      total += weights[s];
+    }
+    double before = 0;
+    cut[0] = 0;
+    cut[p] = d->n[a];
+    for (int k = 1; k < p; k++) {
+      before += slab[k - 1];
+      int at = (int)llround(d->n[a] * (before / total));
+      int lo = cut[k - 1] + 1, hi = d->n[a] - (p - k);
+      cut[k] = at < lo ? lo : (at > hi ? hi : at);
+    }
+    for (int s = 0; s < d->count; s++) {
+      int k = (s / stride) % p;
+      d->boxes[s].lo[a] = cut[k];
+      d->boxes[s].hi[a] = cut[k + 1];
+    }
+    free(slab);
+    free(cut);
+  }
+  return TS_OK;
 }
 
 ts_status ts_decomp_move_boundary(ts_decomp *d, int a, int b, int delta) {

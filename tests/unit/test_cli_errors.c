@@ -135,6 +135,11 @@ int main(void) {
   expect("negative depth", "case.ini", 2, "depth.asc:9:", "negative depth -2 at row 3, column 4");
   write_grid("depth.asc", 8, 6, "0.5", "-9999");
   expect("NODATA depth", "case.ini", 2, "depth.asc:9:", "missing depth");
+  expect("weights for another number of subdomains",
+         "case.ini --set parallel.subdomains=3 --set parallel.weights=3,1", 2,
+         "--set parallel.weights", "2 weights for 3 subdomains");
+  expect("a zero weight", "case.ini --set parallel.subdomains=2 --set parallel.weights=1,0", 2,
+         "--set parallel.weights", "weight 2 is 0");
   expect("bad decomposition", "case.ini --set parallel.decomposition=3y2", 2,
          "--set parallel.decomposition", "PXxPY");
   expect("impossible split",

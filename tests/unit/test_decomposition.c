@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tessera/decomp.h"
 #include "tessera/swe.h"
 #include "unit/check.h"
 
@@ -97,6 +98,33 @@ static long differences(const result *a, const result *b) {
   return n;
 }
 
+/* ts_decomp_weigh: extents in proportion to the weights, at least one cell each, bad weights
+ * refused. */
+static void test_weigh(void) {
+  ts_decomp d;
+  int n[3] = {NX, NY, 1};
+  ts_decomp_create(&d, 2, n, 2, TS_DECOMP_ROWS, NULL);
+  CHECK(ts_decomp_weigh(&d, (const double[]){3, 1}) == TS_OK && d.boxes[0].hi[1] == 31 &&
+            d.boxes[1].lo[1] == 31 && d.boxes[1].hi[1] == NY && d.boxes[0].hi[0] == NX,
+        "rows 3:1 of %d rows: %d and %d", NY, d.boxes[0].hi[1], NY - d.boxes[1].lo[1]);
+  ts_decomp_destroy(&d);
+  ts_decomp_create(&d, 2, n, 3, TS_DECOMP_COLUMNS, NULL);
+  CHECK(ts_decomp_weigh(&d, (const double[]){1000, 1, 1}) == TS_OK && d.boxes[1].hi[0] == NX - 1 &&
+            d.boxes[1].lo[0] == NX - 2 && d.boxes[2].lo[0] == NX - 1,
+        "columns 1000:1:1 keep a column each: %d, %d, %d", d.boxes[0].hi[0],
+        d.boxes[1].hi[0] - d.boxes[1].lo[0], d.boxes[2].hi[0] - d.boxes[2].lo[0]);
+  CHECK(ts_decomp_weigh(&d, (const double[]){1, 0, 1}) == TS_ERR_INPUT &&
+            strstr(ts_error_message(), "weight 2 is 0"),
+        "a zero weight is refused: %s", ts_error_message());
+  ts_decomp_destroy(&d);
+  ts_decomp_create(&d, 2, n, 4, TS_DECOMP_TILES, (const int[]){2, 2});
+  CHECK(ts_decomp_weigh(&d, (const double[]){4, 1, 1, 1}) == TS_OK && d.boxes[0].hi[0] == 38 &&
+            d.boxes[0].hi[1] == 29 && d.boxes[3].lo[0] == 38 && d.boxes[3].lo[1] == 29,
+        "tiles 4:1:1:1: column slabs 5:2 (%d of %d), row slabs 5:2 (%d of %d)", d.boxes[0].hi[0],
+        NX, d.boxes[0].hi[1], NY);
+  ts_decomp_destroy(&d);
+}
+
 int main(void) {
   static result ref, got;
   ts_precision precs[2] = {TS_FLOAT, TS_DOUBLE};
@@ -146,7 +174,33 @@ int main(void) {
             cfg[c].move, d > 0 ? d : 0, d < 0 ? " (time, volume or checkpoint differ)" : "");
       free(got.blob);
     }
+    /* Static balance by hand: weighted splits give the same bits. */
+    static const double w31[2] = {3, 1}, w121[3] = {1, 2, 1}, w4111[4] = {4, 1, 1, 1};
+    struct {
+      ts_decomp_kind kind;
+      int count, px, py;
+      const double *weights;
+    } weighted[] = {{TS_DECOMP_ROWS, 2, 0, 0, w31},
+                    {TS_DECOMP_COLUMNS, 3, 0, 0, w121},
+                    {TS_DECOMP_TILES, 4, 2, 2, w4111}};
+    for (size_t c = 0; c < sizeof weighted / sizeof weighted[0]; c++) {
+      ts_swe_parallel par = {.subdomains = weighted[c].count,
+                             .decomposition = weighted[c].kind,
+                             .parts = {weighted[c].px, weighted[c].py},
+                             .ghost_expansion = 1,
+                             .overlap = 1,
+                             .nweights = weighted[c].count,
+                             .weights = weighted[c].weights};
+      if (run(precs[pi], &par, 1, 0, &got))
+        return 1;
+      long d = differences(&ref, &got);
+      CHECK(d == 0, "%s %s x%d weighted: %ld differing cells%s", ts_precision_name(precs[pi]),
+            ts_decomp_kind_name(weighted[c].kind), weighted[c].count, d > 0 ? d : 0,
+            d < 0 ? " (time, volume or checkpoint differ)" : "");
+      free(got.blob);
+    }
     free(ref.blob);
   }
+  test_weigh();
   return failures != 0;
 }

@@ -270,6 +270,9 @@ static ts_status read_run(lbm_case *k, const ts_case_options *opt) {
   TS_CALL(ts_config_choice(k->cfg, "parallel", "transport", 0, transports, &transport));
   k->p.transport = (ts_transport_kind)transport;
   TS_CALL(ts_case_read_split(k->cfg, &k->p.subdomains, &k->p.decomposition, k->p.parts));
+  if (ts_config_has(k->cfg, "parallel", "weights"))
+    return ts_config_error(k->cfg, "parallel", "weights",
+                           "weighted splits are for shallow water (swe) cases only");
   const char *formats;
   TS_CALL(ts_config_string(k->cfg, "output", "formats", "vtk, png", &formats));
   for (const char *p = formats; *p;) {

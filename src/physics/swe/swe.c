@@ -272,6 +272,17 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
                     count, s->nranks);
   int n[3] = {s->nx, s->ny, 1}, parts[3] = {par->parts[0], par->parts[1], 1};
   TS_CALL(ts_decomp_create(&s->decomp, 2, n, count, par->decomposition, parts));
+  s->p.parallel.weights = NULL;
+  if (par->nweights > 0) {
+    if (par->nweights != count)
+      return ts_error(TS_ERR_INPUT, "swe: %d weights for %d subdomains", par->nweights, count);
+    s->weights = malloc(sizeof(double) * (size_t)count);
+    if (!s->weights)
+      return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+    memcpy(s->weights, par->weights, sizeof(double) * (size_t)count);
+    s->p.parallel.weights = s->weights;
+    TS_CALL(ts_decomp_weigh(&s->decomp, s->weights));
+  }
   s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : 1;
   s->tuning = par->ghost_expansion > 0 || count == 1 ? -1 : 0;
   s->halo_width = SWE_STAGE_REACH * (params->rk_order == 1 ? 1 : 2) * s->ghost_expansion;
@@ -359,6 +370,7 @@ void ts_swe_destroy(ts_swe *s) {
   free(s->rain_rate);
   free(s->rain_sums);
   free(s->rain_step_max);
+  free(s->weights);
   ts_raster_free(&s->loss_initial);
   ts_raster_free(&s->loss_rate);
   free(s);

@@ -32,7 +32,8 @@ static const double OUTPUT_NODATA = -9999; /* NODATA of every grid written */
 
 typedef struct swe_case {
   ts_config *cfg;
-  double *lines; /* [output] lines: x0, y0, x1, y1, n per line (map coordinates) */
+  double *lines;   /* [output] lines: x0, y0, x1, y1, n per line (map coordinates) */
+  double *weights; /* [parallel] weights */
   int nlines;
   ts_swe_params params;
   double t_end;
@@ -596,8 +597,21 @@ static ts_status read_parallel(swe_case *k) {
   int gpu_kernels;
   TS_CALL(ts_config_choice(k->cfg, "parallel", "gpu_kernels", 0, kernels, &gpu_kernels));
   par->kernels = (ts_swe_gpu_kernels)gpu_kernels;
+  if (ts_config_has(k->cfg, "parallel", "weights")) {
+    TS_CALL(ts_config_double_list(k->cfg, "parallel", "weights", &par->nweights, &k->weights));
+    par->weights = k->weights;
+    for (int w = 0; w < par->nweights; w++)
+      if (!(k->weights[w] > 0))
+        return ts_config_error(k->cfg, "parallel", "weights", "weight %d is %g: must be positive",
+                               w + 1, k->weights[w]);
+  }
   /* The split must be possible on this grid and give every rank a subdomain. */
   int ranks = ts_comm_size(k->comm), count = par->subdomains ? par->subdomains : ranks;
+  int count_known = par->subdomains > 0 || par->backend == TS_BACKEND_CPU;
+  if (par->nweights > 0 && count_known && par->nweights != count)
+    return ts_config_error(k->cfg, "parallel", "weights",
+                           "%d weights for %d subdomains: give one per subdomain", par->nweights,
+                           count);
   const char *key =
       ts_config_has(k->cfg, "parallel", "subdomains") ? "subdomains" : "decomposition";
   if (count < ranks)
@@ -730,6 +744,7 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
 static void free_case(swe_case *k) {
   ts_config_free(k->cfg);
   free(k->lines);
+  free(k->weights);
   ts_raster *grids[] = {&k->bed, &k->h0, &k->hu0, &k->hv0, &k->friction, &k->surface};
   for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++)
     ts_raster_free(grids[g]);
@@ -1174,6 +1189,31 @@ static void write_summary_snapshots(ts_json *j, const swe_case *k, const snapsho
 
 /* Ranks, subdomains and how they were split, and the seconds each subdomain spent computing,
  * packing (and copying in-process), waiting and unpacking. */
+/* "balance": how the work was shared. imbalance: the largest compute time of a subdomain over
+ * their mean (1: even), over the run. */
+static void write_summary_balance(ts_json *j, const ts_decomp *d, const ts_swe_params *p,
+                                  const ts_swe_sub_stats *stats) {
+  double largest = 0, sum = 0;
+  for (int sub = 0; sub < d->count; sub++) {
+    largest = fmax(largest, stats[sub].compute);
+    sum += stats[sub].compute;
+  }
+  double imbalance = sum > 0 ? largest / (sum / d->count) : 1;
+  ts_json_key(j, "balance");
+  ts_json_object_begin(j);
+  ts_json_key(j, "mode"), ts_json_string(j, p->parallel.weights ? "static" : "off");
+  ts_json_key(j, "weights");
+  ts_json_array_begin(j);
+  for (int sub = 0; sub < d->count; sub++)
+    ts_json_number(j, p->parallel.weights ? p->parallel.weights[sub] : 1.0);
+  ts_json_array_end(j);
+  ts_json_key(j, "rebalances"), ts_json_int(j, 0);
+  ts_json_key(j, "moved_cells"), ts_json_int(j, 0);
+  ts_json_key(j, "imbalance_before"), ts_json_number(j, imbalance);
+  ts_json_key(j, "imbalance_after"), ts_json_number(j, imbalance);
+  ts_json_object_end(j);
+}
+
 static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub_stats *stats) {
   const ts_decomp *d = ts_swe_decomp(s);
   const ts_swe_params *p = ts_swe_get_params(s);
@@ -1213,6 +1253,7 @@ static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub
     ts_json_object_end(j);
   }
   ts_json_array_end(j);
+  write_summary_balance(j, d, p, stats);
   ts_json_key(j, "subdomain_timings");
   ts_json_array_begin(j);
   for (int sub = 0; sub < d->count; sub++) {

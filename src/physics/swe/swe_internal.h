@@ -317,6 +317,7 @@ struct ts_swe {
   double *rain_sums;                 /* per frame: the rates summed over the active cells (m/s) */
   double *rain_step_max;             /* per frame: swe_rain_step_max of its largest rate */
   double rain_volume;                /* m3 fallen since t = 0 */
+  double *weights;                   /* copy of parallel.weights (NULL: equal split) */
   int bc_cells[4];
   int64_t active_cells;
   double t;
