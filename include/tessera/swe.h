@@ -54,6 +54,17 @@ typedef enum ts_backend { TS_BACKEND_CPU = 0, TS_BACKEND_CUDA, TS_BACKEND_AUTO }
 typedef enum { TS_SWE_GPU_AUTO = 0, TS_SWE_GPU_TILES, TS_SWE_GPU_ROWS } ts_swe_gpu_kernels;
 #define TS_SWE_ROWS_MIN_CELLS (1 << 22)
 
+/* Load balance at run time (splits into bands of rows or columns on the CPU backend): off;
+ * static: once, after the first rebalance_interval steps, from the measured cost of each
+ * subdomain; dynamic: every rebalance_interval steps, when the gain beats the cost of moving.
+ * Auto is off for now. The results do not change. */
+typedef enum {
+  TS_BALANCE_AUTO = 0,
+  TS_BALANCE_OFF,
+  TS_BALANCE_STATIC,
+  TS_BALANCE_DYNAMIC
+} ts_balance_mode;
+
 /* How the grid is split and the halo exchanged, and where it runs. */
 typedef struct ts_swe_parallel {
   ts_backend backend;           /* cpu (default), cuda, or auto (cuda when a GPU is there) */
@@ -68,6 +79,8 @@ typedef struct ts_swe_parallel {
   ts_swe_gpu_kernels kernels;   /* CUDA stage kernels (same results), default auto */
   int nweights;                 /* 0, or the number of subdomains: their relative sizes */
   const double *weights;        /* (ts_decomp_weigh; copied by ts_swe_create) */
+  ts_balance_mode balance;      /* default auto */
+  int rebalance_interval;       /* steps between measurements (0: auto, 100) */
 } ts_swe_parallel;
 
 /* Rain: frames of a rate constant in time, frame k from t[k] to t[k + 1] (the last one to
@@ -221,6 +234,17 @@ const char *ts_swe_transport(const ts_swe *s);
 /* Collective. Moves the boundary between neighbouring subdomains a and b by delta cells
  * (delta > 0: a grows); only the cells that change owner move. Results do not change. */
 ts_status ts_swe_move_boundary(ts_swe *s, int a, int b, int delta);
+
+/* What the load balancer did: the mode in use, boundary moves, cells that changed owner, the
+ * seconds spent moving, and the imbalance (largest compute time of a subdomain over the mean)
+ * of the first and of the last interval measured (0 when none was). */
+typedef struct ts_swe_balance {
+  ts_balance_mode mode;
+  int rebalances;
+  int64_t moved_cells;
+  double move_seconds, imbalance_before, imbalance_after;
+} ts_swe_balance;
+void ts_swe_balance_get(const ts_swe *s, ts_swe_balance *out);
 
 /* Seconds spent by one subdomain since creation: computing, packing (and in-process copies),
  * waiting for messages, unpacking. */

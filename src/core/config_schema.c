@@ -143,6 +143,12 @@ static const ts_config_key schema[] = {
     {"parallel", "weights", "", "(equal)",
      "swe: relative sizes of the subdomains, one positive number per subdomain (e.g. 3,1 for a "
      "device three times as fast as the other): static balance by hand"},
+    {"parallel", "balance", "", "auto",
+     "swe, cpu backend, splits into rows or columns: off; static (once, after the first "
+     "rebalance_interval steps, from each subdomain's measured cost); dynamic (every "
+     "rebalance_interval steps, when the gain beats the cost of moving); auto (off for now)"},
+    {"parallel", "rebalance_interval", "steps", "auto (100)",
+     "steps between the load balancer's measurements"},
     {"parallel", "gpu_kernels", "", "auto",
      "CUDA stage kernels of shallow water: auto (rows on subdomains of 4 Mi cells or more when "
      "early_exit is off or auto on a wet grid, else tiles), tiles, rows; same results"},

@@ -381,3 +381,12 @@ int val_write_asc(const char *path, const ts_raster *r) {
       fprintf(f, "%.17g%c", r->v[i + (size_t)j * r->ncols], i + 1 == r->ncols ? '\n' : ' ');
   return fclose(f) == 0 ? 0 : -1;
 }
+
+int val_same_file(const char *a, const char *b) {
+  size_t na, nb;
+  char *x = val_read_file(a, &na), *y = val_read_file(b, &nb);
+  int same = x && y && na == nb && memcmp(x, y, na) == 0;
+  free(x);
+  free(y);
+  return same;
+}

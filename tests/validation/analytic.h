@@ -110,6 +110,8 @@ int val_read_asc(const char *path, ts_raster *r);
 
 /* Reads a whole file (malloc'ed, NUL-terminated; *len its size); NULL if it cannot be read. */
 char *val_read_file(const char *path, size_t *len);
+/* 1 when both files can be read and hold the same bytes. */
+int val_same_file(const char *a, const char *b);
 
 /* Writes an ESRI ASCII grid with 17 significant digits; 0 on success. */
 int val_write_asc(const char *path, const ts_raster *r);

@@ -18,14 +18,6 @@
 
 #include "analytic.h"
 
-static int same_file(const char *a, const char *b) {
-  size_t na, nb;
-  char *x = val_read_file(a, &na), *y = val_read_file(b, &nb);
-  int same = x && y && na == nb && memcmp(x, y, na) == 0;
-  free(x), free(y);
-  return same;
-}
-
 /* Lines of gauges.csv whose first numeric field (time) is > t0, concatenated. */
 static char *gauge_rows_after(const char *path, double t0, int *nrows) {
   size_t n;
@@ -137,7 +129,7 @@ int main(void) {
     char pa[1024], pb[1024];
     snprintf(pa, sizeof pa, "%s/a/%s", dir, nm);
     snprintf(pb, sizeof pb, "%s/b/%s", dir, nm);
-    int same = same_file(pa, pb);
+    int same = val_same_file(pa, pb);
     compared++;
     differ += !same;
     have_max |= !strcmp(nm, "max_h.asc");

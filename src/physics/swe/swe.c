@@ -271,7 +271,11 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     return ts_error(TS_ERR_INPUT, "swe: %d subdomains for %d ranks: every rank needs at least one",
                     count, s->nranks);
   int n[3] = {s->nx, s->ny, 1}, parts[3] = {par->parts[0], par->parts[1], 1};
-  TS_CALL(ts_decomp_create(&s->decomp, 2, n, count, par->decomposition, parts));
+  ts_decomp_kind kind = par->decomposition;
+  if (kind == TS_DECOMP_AUTO &&
+      (par->balance == TS_BALANCE_STATIC || par->balance == TS_BALANCE_DYNAMIC))
+    kind = s->nx <= s->ny ? TS_DECOMP_ROWS : TS_DECOMP_COLUMNS; /* the balancer moves bands */
+  TS_CALL(ts_decomp_create(&s->decomp, 2, n, count, kind, parts));
   s->p.parallel.weights = NULL;
   if (par->nweights > 0) {
     if (par->nweights != count)
@@ -307,6 +311,7 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     s->by_sub[sub] = part;
   }
   assign_threads(s);
+  TS_CALL(swe_balance_init(s));
   return swe_build_halo_plan(s);
 }
 
@@ -480,7 +485,15 @@ ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, t
   double rain_per_s = s->rain_frame >= 0 ? s->rain_sums[s->rain_frame] : 0;
   for (int q = 0; q < out->taken; q++)
     s->rain_volume += rain_per_s * out->dt[q] * s->grid.dx[0] * s->grid.dx[1];
+  if (st == TS_OK)
+    st = swe_balance_after_steps(s, out->taken);
   return st;
+}
+
+void ts_swe_balance_get(const ts_swe *s, ts_swe_balance *out) {
+  const swe_balance_state *b = &s->balance;
+  *out = (ts_swe_balance){b->mode,   b->rebalances,       b->moved_cells,
+                          b->move_s, b->imbalance_before, b->imbalance_after};
 }
 
 /* The watched cells of a part, as its element indices. */

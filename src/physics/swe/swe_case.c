@@ -605,6 +605,28 @@ static ts_status read_parallel(swe_case *k) {
         return ts_config_error(k->cfg, "parallel", "weights", "weight %d is %g: must be positive",
                                w + 1, k->weights[w]);
   }
+  static const char *const balances[] = {"auto", "off", "static", "dynamic", NULL};
+  int balance;
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "balance", 0, balances, &balance));
+  par->balance = (ts_balance_mode)balance;
+  TS_CALL(ts_config_string(k->cfg, "parallel", "rebalance_interval", "auto", &v));
+  if (strcmp(v, "auto") != 0) {
+    long n;
+    TS_CALL(ts_config_int(k->cfg, "parallel", "rebalance_interval", 0, &n));
+    if (n < 1 || n > 1000000000)
+      return ts_config_error(k->cfg, "parallel", "rebalance_interval",
+                             "must be auto or a number of steps >= 1");
+    par->rebalance_interval = (int)n;
+  }
+  int moves = par->balance == TS_BALANCE_STATIC || par->balance == TS_BALANCE_DYNAMIC;
+  if (moves && par->decomposition == TS_DECOMP_TILES)
+    return ts_config_error(k->cfg, "parallel", "balance",
+                           "%s balance moves the boundaries of bands: use decomposition rows or "
+                           "columns",
+                           balances[balance]);
+  if (moves && par->backend == TS_BACKEND_CUDA)
+    return ts_config_error(k->cfg, "parallel", "balance",
+                           "%s balance runs on the cpu backend only (so far)", balances[balance]);
   /* The split must be possible on this grid and give every rank a subdomain. */
   int ranks = ts_comm_size(k->comm), count = par->subdomains ? par->subdomains : ranks;
   int count_known = par->subdomains > 0 || par->backend == TS_BACKEND_CPU;
@@ -1189,28 +1211,38 @@ static void write_summary_snapshots(ts_json *j, const swe_case *k, const snapsho
 
 /* Ranks, subdomains and how they were split, and the seconds each subdomain spent computing,
  * packing (and copying in-process), waiting and unpacking. */
-/* "balance": how the work was shared. imbalance: the largest compute time of a subdomain over
- * their mean (1: even), over the run. */
-static void write_summary_balance(ts_json *j, const ts_decomp *d, const ts_swe_params *p,
-                                  const ts_swe_sub_stats *stats) {
+/* "balance": how the work was shared and what the balancer did. imbalance: the largest compute
+ * time of a subdomain over their mean (1: even), over the first and the last interval the
+ * balancer measured, or over the run when it measured none. */
+static void write_summary_balance(ts_json *j, const ts_swe *s, const ts_decomp *d,
+                                  const ts_swe_params *p, const ts_swe_sub_stats *stats) {
+  ts_swe_balance b;
+  ts_swe_balance_get(s, &b);
   double largest = 0, sum = 0;
   for (int sub = 0; sub < d->count; sub++) {
     largest = fmax(largest, stats[sub].compute);
     sum += stats[sub].compute;
   }
   double imbalance = sum > 0 ? largest / (sum / d->count) : 1;
+  const char *mode = b.mode == TS_BALANCE_STATIC    ? "static"
+                     : b.mode == TS_BALANCE_DYNAMIC ? "dynamic"
+                     : p->parallel.weights          ? "static"
+                                                    : "off";
   ts_json_key(j, "balance");
   ts_json_object_begin(j);
-  ts_json_key(j, "mode"), ts_json_string(j, p->parallel.weights ? "static" : "off");
+  ts_json_key(j, "mode"), ts_json_string(j, mode);
   ts_json_key(j, "weights");
   ts_json_array_begin(j);
   for (int sub = 0; sub < d->count; sub++)
     ts_json_number(j, p->parallel.weights ? p->parallel.weights[sub] : 1.0);
   ts_json_array_end(j);
-  ts_json_key(j, "rebalances"), ts_json_int(j, 0);
-  ts_json_key(j, "moved_cells"), ts_json_int(j, 0);
-  ts_json_key(j, "imbalance_before"), ts_json_number(j, imbalance);
-  ts_json_key(j, "imbalance_after"), ts_json_number(j, imbalance);
+  ts_json_key(j, "rebalances"), ts_json_int(j, b.rebalances);
+  ts_json_key(j, "moved_cells"), ts_json_int(j, b.moved_cells);
+  ts_json_key(j, "move_seconds"), ts_json_number(j, b.move_seconds);
+  ts_json_key(j, "imbalance_before");
+  ts_json_number(j, b.imbalance_before > 0 ? b.imbalance_before : imbalance);
+  ts_json_key(j, "imbalance_after");
+  ts_json_number(j, b.imbalance_after > 0 ? b.imbalance_after : imbalance);
   ts_json_object_end(j);
 }
 
@@ -1253,7 +1285,7 @@ static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub
     ts_json_object_end(j);
   }
   ts_json_array_end(j);
-  write_summary_balance(j, d, p, stats);
+  write_summary_balance(j, s, d, p, stats);
   ts_json_key(j, "subdomain_timings");
   ts_json_array_begin(j);
   for (int sub = 0; sub < d->count; sub++) {

@@ -87,10 +87,11 @@ typedef struct swe_part {
   int *tile_list; /* indices of the active tiles, the work list of every pass */
   int ntile_list;
 
-  double compute_s; /* seconds in the kernels */
-  int device;       /* CUDA device of a GPU part, -1 on the CPU */
-  int reduce_ranks; /* take_speeds reduces over the ranks (NCCL; every rank has one part) */
-  void *gpu;        /* the GPU backend's state (device arrays, stream), NULL on the CPU */
+  double compute_s;    /* seconds in the kernels */
+  double balance_mark; /* compute_s at the load balancer's last measurement */
+  int device;          /* CUDA device of a GPU part, -1 on the CPU */
+  int reduce_ranks;    /* take_speeds reduces over the ranks (NCCL; every rank has one part) */
+  void *gpu;           /* the GPU backend's state (device arrays, stream), NULL on the CPU */
 } swe_part;
 
 /* The global rasters a part is built from (read only). */
@@ -277,6 +278,17 @@ TS_HD static inline double swe_time_step(double ax, double ay, double cfl, doubl
 
 /* ---- the solver: this rank's parts, the split, the halo plan */
 
+/* The load balancer's state (swe_balance.c). */
+typedef struct swe_balance_state {
+  ts_balance_mode mode; /* auto resolved */
+  int interval, steps;  /* steps between measurements, steps since the last */
+  int rebalances, measurements;
+  int64_t moved_cells;
+  double move_s, last_move_s, imbalance_before, imbalance_after;
+  int slow_sub;       /* TESSERA_TEST_SLOWDOWN=SUB:FACTOR: a subdomain made slower, -1 */
+  double slow_factor; /* (a test of the balancer: its compute takes FACTOR times as long) */
+} swe_balance_state;
+
 struct ts_swe {
   ts_swe_params p;
   ts_grid grid;
@@ -318,6 +330,7 @@ struct ts_swe {
   double *rain_step_max;             /* per frame: swe_rain_step_max of its largest rate */
   double rain_volume;                /* m3 fallen since t = 0 */
   double *weights;                   /* copy of parallel.weights (NULL: equal split) */
+  swe_balance_state balance;
   int bc_cells[4];
   int64_t active_cells;
   double t;
@@ -361,5 +374,12 @@ ts_status swe_build_halo_plan(ts_swe *s);
 /* Replaces the split (and halo width): parts whose window changes are rebuilt and their owned
  * cells migrated from the old owners; then a full exchange. */
 ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion);
+
+/* The load balancer (swe_balance.c): set up from the parameters once the parts exist; told the
+ * steps taken after each advance (collective: it may move boundaries); and the seconds a phase
+ * of part p took since t0, stretched for the subdomain TESSERA_TEST_SLOWDOWN names. */
+ts_status swe_balance_init(ts_swe *s);
+ts_status swe_balance_after_steps(ts_swe *s, int steps);
+double swe_balance_slow_down(const ts_swe *s, const swe_part *p, double t0);
 
 #endif

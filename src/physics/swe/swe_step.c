@@ -238,7 +238,7 @@ static void phase_fluxes(swe_part *p, void *arg) {
           p->k->fluxes(p, border[b], amax);
     }
   }
-  p->compute_s += omp_get_wtime() - t0;
+  p->compute_s += swe_balance_slow_down(w->s, p, t0);
 }
 
 static void phase_update(swe_part *p, void *arg) {
@@ -251,7 +251,7 @@ static void phase_update(swe_part *p, void *arg) {
   int bad = p->k->update(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt, w->stage);
   if (w->bad)
     w->bad[part_index(w->s, p)] |= bad;
-  p->compute_s += omp_get_wtime() - t0;
+  p->compute_s += swe_balance_slow_down(w->s, p, t0);
 }
 
 /* The end of the step: the flood maps at its end time, then its rain and losses on the cells
@@ -266,7 +266,7 @@ static void phase_end(swe_part *p, void *arg) {
     p->k->sources(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt);
   if (p->k->end_step)
     p->k->end_step(p);
-  p->compute_s += omp_get_wtime() - t0;
+  p->compute_s += swe_balance_slow_down(w->s, p, t0);
 }
 
 /* early_exit = auto: on unless 90 % or more of the tiles are active at the first step. */
