@@ -147,17 +147,26 @@ static const glyph *find_glyph(char c) {
 
 static int text_width(const char *text) { return (int)strlen(text) * GLYPH_ADVANCE; }
 
-/* Draws text with its top-left corner at (x, y); characters without a glyph are blank. */
-static void draw_text(image *im, int x, int y, const char *text, colour c) {
-  for (; *text; text++, x += GLYPH_ADVANCE) {
+/* Draws the glyphs of text, characters without a glyph blank: left to right with the top-left
+ * corner at (x, y), or (up) rotated a quarter turn anticlockwise, read upwards, with the
+ * bottom-left corner of the first character at (x, y). */
+static void draw_glyphs(image *im, int x, int y, const char *text, colour c, int up) {
+  for (; *text; text++, x += up ? 0 : GLYPH_ADVANCE, y -= up ? GLYPH_ADVANCE : 0) {
     const glyph *g = find_glyph(*text);
     if (!g)
       continue;
     for (int row = 0; row < GLYPH_H; row++)
       for (int col = 0; col < GLYPH_W; col++)
         if (g->rows[row] & (1u << (GLYPH_W - 1 - col)))
-          fill_rect(im, x + col * TEXT_SCALE, y + row * TEXT_SCALE, TEXT_SCALE, TEXT_SCALE, c);
+          fill_rect(im, up ? x + row * TEXT_SCALE : x + col * TEXT_SCALE,
+                    up ? y - (col + 1) * TEXT_SCALE : y + row * TEXT_SCALE, TEXT_SCALE, TEXT_SCALE,
+                    c);
   }
+}
+
+/* Draws text with its top-left corner at (x, y). */
+static void draw_text(image *im, int x, int y, const char *text, colour c) {
+  draw_glyphs(im, x, y, text, c, 0);
 }
 
 static colour mix(colour a, colour b, double t) {
@@ -563,16 +572,7 @@ static int tick_labels_width(const axis *a) {
 /* Draws text rotated a quarter turn anticlockwise (read upwards), with the bottom-left corner of
  * its first character at (x, y). */
 static void draw_text_up(image *im, int x, int y, const char *text, colour c) {
-  for (; *text; text++, y -= GLYPH_ADVANCE) {
-    const glyph *g = find_glyph(*text);
-    if (!g)
-      continue;
-    for (int row = 0; row < GLYPH_H; row++)
-      for (int col = 0; col < GLYPH_W; col++)
-        if (g->rows[row] & (1u << (GLYPH_W - 1 - col)))
-          fill_rect(im, x + row * TEXT_SCALE, y - (col + 1) * TEXT_SCALE, TEXT_SCALE, TEXT_SCALE,
-                    c);
-  }
+  draw_glyphs(im, x, y, text, c, 1);
 }
 
 static int pixel_x(const rect *area, const axis *x, double t) {
