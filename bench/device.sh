@@ -4,7 +4,7 @@
 #   here:   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #           cmake --build build-gpu -j; copy libinih, libnetcdf and libhdf5_serial_hl into
 #           .devlibs/ (git-ignored)
-#   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus]
+#   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance]
 #           [CTEST_REGEX]
 #           from the checkout's root (carry build-gpu, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
@@ -139,6 +139,24 @@ if [ "$what" = malpasset-gpus ]; then
   cmp "$out/malpasset10_1gpu/max_h.asc" "$out/malpasset10_allgpus/max_h.asc" &&
     cmp "$out/malpasset10_1gpu/max_h.asc" "$out/malpasset10_mpi/max_h.asc" &&
     echo "max_h.asc: the same bytes on 1 GPU, all GPUs in one process and one rank per GPU"
+fi
+
+# Load balance on one GPU and its host (issue 16): Malpasset at 10 m (4000 s, float) on 2
+# subdomains of GPU 0 and on GPU 0 + the CPU cores, each balance mode in one command against the
+# GPU alone; the fully wet basin (8192^2) on GPU 0 alone and with the CPU cores (static balance).
+if [ "$what" = balance ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  mal=(--set parallel.backend=cuda --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz"
+    --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.times=4000)
+  {
+    "$T" bench balance "$m/malpasset.ini" "${mal[@]}" --set parallel.devices=0 --modes off       --json "$out/balance_1gpu.json"
+    "$T" bench balance "$m/malpasset.ini" "${mal[@]}" --set parallel.devices=0,0       --set parallel.decomposition=columns --json "$out/balance_2sub.json"
+    "$T" bench balance "$m/malpasset.ini" "${mal[@]}" --set parallel.devices=0,cpu       --set parallel.decomposition=columns --modes static,dynamic,auto       --json "$out/balance_gpu_cpu.json"
+    for devs_case in 0 0,cpu; do
+      "$T" bench swe --backend cuda --size 8192 --steps 50 --devices $devs_case         --decomposition rows --balance static
+    done
+  } 2>&1 | tee "$out/balance.log"
 fi
 
 # Scaling over 1, 2, 4 and 8 GPUs (as many as the machine has), each count against one GPU in the

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "bench_balance.h"
 #include "bench_lbm.h"
 #include "physics/case.h"
 #include "tessera/comm.h"
@@ -25,15 +26,18 @@ static const char usage[] =
     "       tessera bench swe [--size N] [--precision float|double] [--steps S] [--json FILE]\n"
     "                         [--subdomains S] [--ranks R] [--decomposition "
     "auto|rows|columns|tiles]\n"
-    "                         [--ghost-expansion K] [--backend cpu|cuda] [--devices 0,1]\n"
+    "                         [--ghost-expansion K] [--backend cpu|cuda] [--devices 0,1,cpu]\n"
     "                         [--transport auto|host|cuda-mpi|nccl] [--gpu-kernels "
     "auto|tiles|rows]\n"
-    "                         [--weak|--strong [--mode threads|mpi]]\n"
+    "                         [--balance off|static|dynamic|auto] [--weak|--strong [--mode "
+    "threads|mpi]]\n"
     "       tessera bench lbm [--lattice D2Q9|D3Q19] [--storage fp32|fp16] [--collision srt|trt]\n"
     "                         [--size N] [--steps S] [--subdomains S] [--json FILE]\n"
     "                         [--backend cpu|cuda] [--devices 0,1] [--weak|--strong]\n"
     "                         [--decomposition PXxPYxPZ]\n"
-    "       tessera info\n"
+    "       tessera bench balance CASE.ini [--set section.key=value ...]\n"
+    "                         [--modes off,static,dynamic,auto] [--out DIR] [--json FILE]\n"
+    "       tessera info [--no-speeds]\n"
     "       tessera --help | --version\n"
     "\n"
     "  run     run a simulation case (INI file; keys in docs/config.md)\n"
@@ -49,6 +53,9 @@ static const char usage[] =
     "            --mode threads | mpi     the GPUs in one process, or one MPI rank per GPU\n"
     "            --transport T            halos between GPU ranks (default auto: NCCL, else\n"
     "                                     CUDA-aware MPI, else staged through the host)\n"
+    "            --balance B              load balance of the subdomains (default off; static\n"
+    "                                     times the devices during the warm-up and resizes;\n"
+    "                                     --devices 0,cpu adds the host's cores to a GPU)\n"
     "            --gpu-kernels K          CUDA stage kernels (default auto: rows on large\n"
     "                                     wet subdomains, else tiles; same results)\n"
     "          bench lbm: an N^3 (D3Q19) or N^2 (D2Q9) box, periodic along x and y; prints MLUPs\n"
@@ -57,13 +64,19 @@ static const char usage[] =
     "          update); --weak | --strong: one GPU (one subdomain) against all of --devices\n"
     "          (--subdomains), N^3 cells per unit or in all, with the efficiency;\n"
     "          --decomposition PXxPYxPZ: tiles instead of bands along z\n"
-    "  info    version, build features and devices\n"
+    "          bench balance: runs the case once per [parallel] balance mode (default all four,\n"
+    "          in this order), into DIR/MODE (default: a temporary directory, removed), with\n"
+    "          formats = vtk and maxima = off unless --set says otherwise; prints the seconds of\n"
+    "          the run and of its time loop, the loop's speed-up over off, and the balancer's\n"
+    "          moves and imbalance (summary.json balance)\n"
+    "  info    version, build features, devices and their speeds on the bench swe basin\n"
+    "          (Mcells/s and share of the work, 1/t over the sum of 1/t; about a second)\n"
+    "            --no-speeds              skip the speed measurement\n"
     "\n"
     "Threads: OMP_NUM_THREADS (default: all cores). Several processes: mpirun -np N tessera run\n"
     "CASE.ini ([parallel] keys in docs/config.md).\n";
 
-/* Prints the error (unless another rank failed and printed it) and gives the exit code. */
-static int fail(ts_status st) {
+int tessera_fail(ts_status st) {
   const ts_comm *world = ts_comm_world();
   if (st != TS_ERR_PEER && ts_comm_size(world) > 1)
     fprintf(stderr, "tessera: rank %d: %s\n", ts_comm_rank(world), ts_error_message());
@@ -122,7 +135,7 @@ static int cmd_run(int argc, char **argv) {
     opt.overrides = overrides;
     ts_status st = ts_case_run(&opt);
     if (st != TS_OK)
-      rc = fail(st);
+      rc = tessera_fail(st);
   }
   free(overrides);
   return rc;
@@ -152,7 +165,7 @@ static ts_status bench_case(int n, ts_precision precision, const ts_swe_parallel
   p.friction = TS_FRICTION_MANNING;
   p.friction_value = 0.03;
   p.parallel = *par;
-  p.early_exit = -1; /* auto: off, as every tile is wet */
+  p.early_exit = 0; /* every tile is wet */
   st = ts_swe_create(out, &p, &bed, &h0, NULL, NULL, NULL);
   ts_raster_free(&bed);
   ts_raster_free(&h0);
@@ -171,8 +184,13 @@ static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel 
   TS_CALL(bench_case(n, precision, par, &s));
   double dt;
   ts_status st = TS_OK;
-  for (int w = 0; w < 2 && st == TS_OK; w++)
+  /* warm-up: two steps, or until static balance has timed the devices and moved (a few more) */
+  ts_swe_balance b = {.mode = TS_BALANCE_STATIC};
+  for (int w = 0;
+       st == TS_OK && (w < 2 || (b.mode == TS_BALANCE_STATIC && !b.rebalances)) && w < 20; w++) {
     st = ts_swe_step(s, 1e9, &dt);
+    ts_swe_balance_get(s, &b);
+  }
   int nsub = ts_swe_decomp(s)->count;
   ts_swe_sub_stats *before = calloc((size_t)nsub, sizeof *before);
   ts_swe_sub_stats *after = calloc((size_t)nsub, sizeof *after);
@@ -293,7 +311,7 @@ static int bench_scaling(const scaling *sc, int n, ts_precision precision,
     bench_result r1;
     st = bench_run(n, precision, &one, steps, &r1, &bytes);
     if (st != TS_OK)
-      return fail(st);
+      return tessera_fail(st);
     base = r1.mcells;
     if (sc->mpi) {
       char rate[64];
@@ -313,7 +331,7 @@ static int bench_scaling(const scaling *sc, int n, ts_precision precision,
     st = bench_run(n_all, precision, &blocking, steps, &off, &bytes);
   }
   if (st != TS_OK)
-    return fail(st);
+    return tessera_fail(st);
   double exchange = on.pack + off.wait + on.unpack;
   double hidden = exchange > 0 ? fmax(0, 1 - on.wait / exchange) : 0;
   /* weak: throughput per GPU against one GPU's; strong: speed-up over the GPU count */
@@ -350,7 +368,7 @@ static int bench_scaling(const scaling *sc, int n, ts_precision precision,
     ts_json_end(&j);
     ts_status st_json = ts_commit_temp(f, tmp, json);
     if (st_json != TS_OK)
-      return fail(st_json);
+      return tessera_fail(st_json);
   }
   return 0;
 }
@@ -358,12 +376,14 @@ static int bench_scaling(const scaling *sc, int n, ts_precision precision,
 static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
   if (argc >= 1 && strcmp(argv[0], "lbm") == 0)
     return bench_lbm(argc - 1, argv + 1);
+  if (argc >= 1 && strcmp(argv[0], "balance") == 0)
+    return bench_balance(argc - 1, argv + 1);
   if (argc < 1 || strcmp(argv[0], "swe") != 0)
-    return usage_error("bench needs a model (swe or lbm)", argc ? argv[0] : "(none)");
+    return usage_error("bench needs a model (swe or lbm) or balance", argc ? argv[0] : "(none)");
   long n = 1024, steps = 0, ranks = 0;
   ts_precision precision = TS_FLOAT;
   const char *json = NULL;
-  ts_swe_parallel par = {.ghost_expansion = 1, .overlap = 1};
+  ts_swe_parallel par = {.ghost_expansion = 1, .overlap = 1, .balance = TS_BALANCE_OFF};
   scaling sc = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -407,12 +427,14 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
       par.ndevices = 0;
       while (*q && par.ndevices < TS_MAX_DEVICES) {
         long d = strtol(q, &end, 10);
-        if (end == q || d < 0)
-          return usage_error("--devices must be a list of GPU numbers such as 0,1", v);
+        if (strncmp(q, "cpu", 3) == 0)
+          d = -1, end = (char *)q + 3; /* the host's cores beside the GPUs */
+        else if (end == q || d < 0)
+          return usage_error("--devices must be a list of GPU numbers and cpu such as 0,1,cpu", v);
         par.devices[par.ndevices++] = (int)d;
         q = *end == ',' ? end + 1 : end;
         if (*end && *end != ',')
-          return usage_error("--devices must be a list of GPU numbers such as 0,1", v);
+          return usage_error("--devices must be a list of GPU numbers and cpu such as 0,1,cpu", v);
       }
     } else if (strcmp(a, "--backend") == 0) {
       if (strcmp(v, "cpu") && strcmp(v, "cuda"))
@@ -427,6 +449,12 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
     } else if (strcmp(a, "--transport") == 0) {
       if (!ts_transport_parse(v, &par.transport))
         return usage_error("--transport must be auto, host, cuda-mpi or nccl", v);
+    } else if (strcmp(a, "--balance") == 0) {
+      const char *modes[] = {"auto", "off", "static", "dynamic"};
+      int found = name_index(v, modes, 4);
+      if (found < 0)
+        return usage_error("--balance must be off, static, dynamic or auto", v);
+      par.balance = (ts_balance_mode)found;
     } else if (strcmp(a, "--gpu-kernels") == 0) {
       const char *kinds[] = {"auto", "tiles", "rows"};
       int found = name_index(v, kinds, 3);
@@ -465,7 +493,7 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
     st = bench_run((int)n, precision, &blocking, steps, &off, &bytes);
   }
   if (st != TS_OK)
-    return fail(st);
+    return tessera_fail(st);
   int nsub = par.subdomains ? par.subdomains : nranks;
   /* The roofline: the device's measured copy bandwidth (1 GiB copied; bytes read + written). */
   double copy_gbs = par.backend == TS_BACKEND_CUDA ? ts_gpu_copy_bandwidth(0, 1073741824.0) : 0;
@@ -535,12 +563,83 @@ static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
     ts_json_end(&j);
     ts_status st_json = ts_commit_temp(f, tmp, json);
     if (st_json != TS_OK)
-      return fail(st_json);
+      return tessera_fail(st_json);
   }
   return 0;
 }
 
-static int cmd_info(void) {
+/* `tessera info` speeds: the bench swe basin in float on each device, timed over a few steps
+ * after two warm-up steps. The CPU (all OpenMP threads) takes 512 x 512 cells (about half a
+ * second on 2 cores), a GPU 2048 x 2048 (a smaller grid leaves it mostly idle), so the share of
+ * device i is W_i = (1/t_i) / sum_j (1/t_j) with t_i its seconds per cell and step: its Mcells/s
+ * over their sum. */
+typedef struct speed_probe {
+  int size;   /* cells on a side */
+  long steps; /* timed steps */
+} speed_probe;
+static const speed_probe cpu_probe = {512, 8}, gpu_probe = {2048, 20};
+
+static void print_speeds(int gpus) {
+  if (ts_comm_size(ts_comm_world()) > 1) {
+    printf("speeds:      not measured with several MPI ranks (run tessera info alone)\n");
+    return;
+  }
+  printf("speeds:      the bench swe basin, float, 2 warm-up steps; share: 1/t over the sum of "
+         "1/t, t = seconds per cell-step\n");
+  fflush(stdout);
+  /* device 0 is the CPU, device 1 + d GPU d */
+  double *mcells = calloc((size_t)gpus + 1, sizeof *mcells);
+  char(*errors)[200] = calloc((size_t)gpus + 1, sizeof *errors);
+  if (!mcells || !errors) {
+    printf("  not measured: out of memory\n");
+    free(mcells);
+    free(errors);
+    return;
+  }
+  double sum = 0;
+  for (int dev = 0; dev <= gpus; dev++) {
+    ts_swe_parallel par = {.ghost_expansion = 1, .overlap = 1};
+    if (dev > 0) {
+      par.backend = TS_BACKEND_CUDA;
+      par.ndevices = 1;
+      par.devices[0] = dev - 1;
+      par.subdomains = 1;
+    }
+    const speed_probe *probe = dev == 0 ? &cpu_probe : &gpu_probe;
+    bench_result r;
+    double bytes;
+    ts_status st = bench_run(probe->size, TS_FLOAT, &par, probe->steps, &r, &bytes);
+    if (st == TS_OK)
+      sum += mcells[dev] = r.mcells;
+    else
+      snprintf(errors[dev], sizeof errors[dev], "%s", ts_error_message());
+  }
+  for (int dev = 0; dev <= gpus; dev++) {
+    char label[24] = "cpu:";
+    if (dev > 0)
+      snprintf(label, sizeof label, "GPU %d:", dev - 1);
+    const speed_probe *probe = dev == 0 ? &cpu_probe : &gpu_probe;
+    char threads[32] = "";
+    if (dev == 0)
+      snprintf(threads, sizeof threads, " (%d threads)", omp_get_max_threads());
+    if (mcells[dev] > 0)
+      printf("  %-10s %d x %d, %ld steps, %.2f Mcells/s, share %.3f%s\n", label, probe->size,
+             probe->size, probe->steps, mcells[dev], mcells[dev] / sum, threads);
+    else
+      printf("  %-10s not measured: %s\n", label, errors[dev]);
+  }
+  free(mcells);
+  free(errors);
+}
+
+static int cmd_info(int argc, char **argv) {
+  int speeds = 1;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--no-speeds") == 0)
+      speeds = 0;
+    else
+      return usage_error("unknown option", argv[i]);
+  }
   printf("tessera %s\n", TESSERA_VERSION);
   printf(
       "models:      swe (shallow water, Kurganov-Petrova), lbm (lattice Boltzmann D2Q9/D3Q19)\n");
@@ -575,6 +674,8 @@ static int cmd_info(void) {
          ts_transport_available(TS_TRANSPORT_NCCL) ? "yes" : "no (not built in)",
          ts_transport_available(TS_TRANSPORT_CUDA_MPI) ? "yes" : "no (MPI is not CUDA-aware)",
          ts_transport_available(TS_TRANSPORT_HOST) ? "yes" : "no");
+  if (speeds)
+    print_speeds(gpus);
   return 0;
 }
 
@@ -594,13 +695,13 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "run") != 0 && strcmp(cmd, "bench") != 0 && strcmp(cmd, "info") != 0)
     return usage_error("unknown command", cmd);
   if (ts_comm_init(&argc, &argv) != TS_OK)
-    return fail(TS_ERR_INPUT);
+    return tessera_fail(TS_ERR_INPUT);
   if (strcmp(cmd, "run") == 0)
     rc = cmd_run(argc - 2, argv + 2);
   else if (strcmp(cmd, "bench") == 0)
     rc = cmd_bench(argc - 2, argv + 2, argc, argv);
   else
-    rc = cmd_info();
+    rc = cmd_info(argc - 2, argv + 2);
   ts_comm_finalize();
   return rc;
 }

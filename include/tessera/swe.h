@@ -246,6 +246,23 @@ typedef struct ts_swe_balance {
 } ts_swe_balance;
 void ts_swe_balance_get(const ts_swe *s, ts_swe_balance *out);
 
+/* One decision of the run-time tuner (summary.json "tuning"): the knob, the simulated time it
+ * was taken at, the value chosen, and the candidates with their measured seconds (slowest rank),
+ * or none when a rule chose (reason says which, and why). */
+#define TS_SWE_MAX_CANDIDATES 4
+typedef struct ts_swe_decision {
+  char knob[24];
+  double t;
+  char choice[24];
+  int ncandidates;
+  char candidates[TS_SWE_MAX_CANDIDATES][16];
+  double seconds[TS_SWE_MAX_CANDIDATES];
+  char reason[200];
+} ts_swe_decision;
+/* The decisions so far (their number) and the seconds the probes cost beyond what the chosen
+ * settings would have taken. */
+int ts_swe_tuning_get(const ts_swe *s, const ts_swe_decision **decisions, double *tuning_seconds);
+
 /* Seconds spent by one subdomain since creation: computing, packing (and in-process copies),
  * waiting for messages, unpacking. */
 typedef struct ts_swe_sub_stats {

@@ -83,7 +83,7 @@ ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_ki
   return TS_OK;
 }
 
-ts_status ts_case_read_devices(const ts_config *cfg, int max, int *n, int *devices) {
+ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int *n, int *devices) {
   const char *v;
   *n = 0;
   TS_CALL(ts_config_string(cfg, "parallel", "devices", "all", &v));
@@ -92,11 +92,20 @@ ts_status ts_case_read_devices(const ts_config *cfg, int max, int *n, int *devic
   for (const char *p = v; *p;) {
     char *end;
     long d = strtol(p, &end, 10);
-    if (end == p || d < 0 || d >= 4096 || *n == max)
+    if (strncmp(p, "cpu", 3) == 0 && (p[3] == ',' || p[3] == ' ' || !p[3])) {
+      if (!allow_cpu)
+        return ts_config_error(cfg, "parallel", "devices",
+                               "cpu: this model runs on GPUs or on the CPU, not both in one run");
+      d = TS_CASE_DEVICE_CPU;
+      end = (char *)p + 3;
+    } else if (end == p || d < 0 || d >= 4096) {
       return ts_config_error(cfg, "parallel", "devices",
-                             "must be all or a comma-separated list of device numbers such as "
-                             "0,1 (got '%s')",
+                             "must be all or a comma-separated list of device numbers and cpu, "
+                             "such as 0,1 or 0,cpu (got '%s')",
                              v);
+    }
+    if (*n == max)
+      return ts_config_error(cfg, "parallel", "devices", "at most %d devices (got '%s')", max, v);
     devices[(*n)++] = (int)d;
     p = end;
     while (*p == ' ' || *p == ',')

@@ -31,8 +31,10 @@ ts_status ts_case_load(ts_config **cfg, const ts_case_options *opt);
  * whose counts go to parts). */
 ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_kind *kind,
                              int parts[3]);
-/* [parallel] devices: "all" (n = 0) or up to max device numbers. */
-ts_status ts_case_read_devices(const ts_config *cfg, int max, int *n, int *devices);
+/* [parallel] devices: "all" (n = 0) or up to max device numbers, and `cpu` (the host's cores
+ * not driving GPUs, as TS_CASE_DEVICE_CPU) where the model allows it. */
+#define TS_CASE_DEVICE_CPU (-1)
+ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int *n, int *devices);
 /* A list of items separated by ';', each `arity` comma-separated numbers (such as boxes,
  * spheres or lines): *out holds count x arity values (malloc'ed; NULL and 0 when absent). */
 ts_status ts_case_tuples(const ts_config *cfg, const char *section, const char *key, int arity,

@@ -12,6 +12,10 @@
  * - GPU subdomains (rows, columns, tiles; ghost expansion 1 and 2; overlap on and off; a
  *   boundary moved mid-run) and the GPU without early exit (skipping dry tiles) against one GPU
  *   subdomain: bit for bit.
+ * - GPU subdomains under the load balancer (static: devices timed, then resized; dynamic every
+ *   10 steps, boundaries following the water; CUDA-event timing): bit for bit against one GPU.
+ * - The GPU and the CPU in one run (devices 0 and cpu, static balance): within the GPU-vs-CPU
+ *   tolerance above of the CPU's run, at the same time.
  * All GPU checks run with each engine of stage kernels (tiles and rows), and the two engines
  * must agree bit for bit.
  * Exits 77 (skipped) when no GPU is there. */
@@ -225,6 +229,39 @@ int main(void) {
           "%s GPU rows x2, boundary moved by 9 cells after %d steps: %ld values differ from one "
           "GPU subdomain",
           name, STEPS / 2, d_move);
+    /* The balancer moves boundaries between GPU subdomains (timed by CUDA events). */
+    ts_balance_mode modes[2] = {TS_BALANCE_STATIC, TS_BALANCE_DYNAMIC};
+    for (int m = 0; m < 2; m++) {
+      ts_swe_parallel balanced = {.subdomains = 2,
+                                  .decomposition = TS_DECOMP_ROWS,
+                                  .ghost_expansion = 1,
+                                  .overlap = 1,
+                                  .balance = modes[m],
+                                  .rebalance_interval = 10};
+      if (run(precs[pi], TS_BACKEND_CUDA, &balanced, STEPS, &split))
+        return 1;
+      long d_bal = differing(&gpu, &split);
+      CHECK(d_bal == 0 && split.t == gpu.t,
+            "%s GPU rows x2, %s balance: %ld values differ from one GPU subdomain", name,
+            m ? "dynamic" : "static", d_bal);
+    }
+    /* The GPU and the host's cores in one run. */
+    ts_swe_parallel mixed = {.subdomains = 2,
+                             .decomposition = TS_DECOMP_ROWS,
+                             .ghost_expansion = 1,
+                             .overlap = 1,
+                             .balance = TS_BALANCE_STATIC,
+                             .ndevices = 2,
+                             .devices = {0, -1}};
+    if (run(precs[pi], TS_BACKEND_CUDA, &mixed, STEPS, &split))
+      return 1;
+    differ = 0;
+    dh = max_difference(&cpu, &split, 0, &differ);
+    dq = fmax(max_difference(&cpu, &split, 1, &differ), max_difference(&cpu, &split, 2, &differ));
+    CHECK(cpu.t == split.t && dh <= tol[pi] && dq <= 10 * tol[pi],
+          "%s GPU + CPU (devices 0,cpu, static balance) vs CPU after %d steps: max |dh| = %.3g "
+          "m, max |dq| = %.3g m2/s (tolerance %.0e m)",
+          name, STEPS, dh, dq, tol[pi]);
   }
   return failures != 0;
 }

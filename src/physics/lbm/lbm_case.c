@@ -264,7 +264,7 @@ static ts_status read_run(lbm_case *k, const ts_case_options *opt) {
   k->p.cuda = backend == 1 || (backend == 2 && ts_gpu_count() > 0);
   if (k->p.cuda && !TESSERA_HAVE_CUDA)
     return ts_config_error(k->cfg, "parallel", "backend", "this tessera was built without CUDA");
-  TS_CALL(ts_case_read_devices(k->cfg, 16, &k->p.ndevices, k->p.devices));
+  TS_CALL(ts_case_read_devices(k->cfg, 16, 0, &k->p.ndevices, k->p.devices));
   static const char *const transports[] = {"auto", "host", "cuda-mpi", "nccl", NULL};
   int transport;
   TS_CALL(ts_config_choice(k->cfg, "parallel", "transport", 0, transports, &transport));

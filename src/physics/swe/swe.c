@@ -177,32 +177,47 @@ double swe_rain_next_time(const ts_swe *s, double t) {
 }
 
 /* Threads: one part takes them all; several share them (nested when there are more threads
- * than parts). */
+ * than parts). A GPU part needs one thread to drive it: the parts on the CPU share the others. */
 static void assign_threads(ts_swe *s) {
-  int threads = omp_get_max_threads();
+  int threads = omp_get_max_threads(), on_gpu = 0;
+  for (int k = 0; k < s->nparts; k++)
+    on_gpu += s->parts[k]->device >= 0;
   s->outer_threads = s->nparts < threads ? s->nparts : threads;
   int inner =
       s->nparts == 1 ? threads : (threads / s->outer_threads > 1 ? threads / s->outer_threads : 1);
+  if (on_gpu > 0 && on_gpu < s->nparts) {
+    int left = threads - on_gpu, on_cpu = s->nparts - on_gpu;
+    inner = left / on_cpu > 1 ? left / on_cpu : 1;
+  }
   if (s->nparts > 1 && inner > 1)
     omp_set_max_active_levels(2);
   for (int k = 0; k < s->nparts; k++)
-    s->parts[k]->threads = inner;
+    s->parts[k]->threads = s->parts[k]->device >= 0 ? 1 : inner;
 }
 
-/* backend = auto takes the GPUs when there are any; cuda without a GPU is an error. */
+/* backend = auto takes the GPUs when there are any; cuda without a GPU is an error. A device
+ * list may name the CPU (-1) beside GPUs: its subdomains run on the host's cores, in one
+ * process (their halos move between host and GPU memory by copies, not through a transport). */
 static ts_status resolve_backend(ts_swe *s) {
   const ts_swe_parallel *par = &s->p.parallel;
-  int gpus = ts_gpu_count();
+  int gpus = ts_gpu_count(), cpu_listed = 0;
   s->backend = par->backend == TS_BACKEND_AUTO ? (gpus > 0 ? TS_BACKEND_CUDA : TS_BACKEND_CPU)
                                                : par->backend;
   if (s->backend == TS_BACKEND_CUDA && !TESSERA_HAVE_CUDA)
     return ts_error(TS_ERR_INPUT, "swe: backend cuda: this tessera was built without CUDA");
   if (s->backend == TS_BACKEND_CUDA && gpus == 0)
     return ts_error(TS_ERR_INPUT, "swe: backend cuda: no CUDA device found");
-  for (int d = 0; d < par->ndevices && s->backend == TS_BACKEND_CUDA; d++)
-    if (par->devices[d] < 0 || par->devices[d] >= gpus)
+  for (int d = 0; d < par->ndevices && s->backend == TS_BACKEND_CUDA; d++) {
+    cpu_listed |= par->devices[d] < 0;
+    if (par->devices[d] >= gpus)
       return ts_error(TS_ERR_INPUT, "swe: CUDA device %d does not exist (%d found)",
                       par->devices[d], gpus);
+  }
+  if (cpu_listed && s->nranks > 1)
+    return ts_error(TS_ERR_INPUT,
+                    "swe: devices with cpu run in one process (this run has %d "
+                    "ranks): list GPUs only, or run one process",
+                    s->nranks);
   s->gpus = gpus;
   return TS_OK;
 }
@@ -272,8 +287,7 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
                     count, s->nranks);
   int n[3] = {s->nx, s->ny, 1}, parts[3] = {par->parts[0], par->parts[1], 1};
   ts_decomp_kind kind = par->decomposition;
-  if (kind == TS_DECOMP_AUTO &&
-      (par->balance == TS_BALANCE_STATIC || par->balance == TS_BALANCE_DYNAMIC))
+  if (kind == TS_DECOMP_AUTO && count > 1 && par->balance != TS_BALANCE_OFF)
     kind = s->nx <= s->ny ? TS_DECOMP_ROWS : TS_DECOMP_COLUMNS; /* the balancer moves bands */
   TS_CALL(ts_decomp_create(&s->decomp, 2, n, count, kind, parts));
   s->p.parallel.weights = NULL;
@@ -288,7 +302,6 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     TS_CALL(ts_decomp_weigh(&s->decomp, s->weights));
   }
   s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : 1;
-  s->tuning = par->ghost_expansion > 0 || count == 1 ? -1 : 0;
   s->halo_width = SWE_STAGE_REACH * (params->rk_order == 1 ? 1 : 2) * s->ghost_expansion;
   s->sub_device = calloc((size_t)count, sizeof *s->sub_device);
   s->sub_rank = malloc(sizeof(int) * (size_t)count);
@@ -311,6 +324,7 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     s->by_sub[sub] = part;
   }
   assign_threads(s);
+  swe_tune_init(s);
   TS_CALL(swe_balance_init(s));
   return swe_build_halo_plan(s);
 }
@@ -404,38 +418,6 @@ ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
   return TS_OK;
 }
 
-/* ghost_expansion = auto: the first steps of the run are timed with 1, 2 and 4 steps between
- * exchanges (TUNING_STEPS each, a whole number of cycles), the slowest rank's time counts, and
- * the fastest is kept. Every candidate gives the same results, so the tuning steps are real. */
-enum { TUNING_STEPS = 8 };
-static const int tuning_candidates[3] = {1, 2, 4};
-
-static ts_status tuned_step(ts_swe *s, double target, double *dt_taken) {
-  int k = tuning_candidates[s->tuning];
-  if (s->tuning_steps == 0) {
-    if (k != s->ghost_expansion)
-      TS_CALL(swe_rebuild(s, &s->decomp, k));
-    s->tuning_start = omp_get_wtime();
-  }
-  TS_CALL(swe_step(s, target, dt_taken));
-  if (++s->tuning_steps < TUNING_STEPS)
-    return TS_OK;
-  double seconds = omp_get_wtime() - s->tuning_start;
-  TS_CALL(ts_comm_max(s->comm, &seconds, 1));
-  s->tuning_seconds[s->tuning++] = seconds;
-  s->tuning_steps = 0;
-  if (s->tuning < 3)
-    return TS_OK;
-  int best = 0;
-  for (int c = 1; c < 3; c++)
-    if (s->tuning_seconds[c] < s->tuning_seconds[best])
-      best = c;
-  s->tuning = -1;
-  if (tuning_candidates[best] != s->ghost_expansion)
-    TS_CALL(swe_rebuild(s, &s->decomp, tuning_candidates[best]));
-  return TS_OK;
-}
-
 ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken) {
   if (!(dt_max > 0))
     return ts_error(TS_ERR_INTERNAL, "swe: dt_max must be positive (got %g)", dt_max);
@@ -475,7 +457,7 @@ ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, t
     *out = report.steps;
   } else {
     double dt = 0;
-    st = s->tuning >= 0 ? tuned_step(s, target, &dt) : swe_step(s, target, &dt);
+    st = swe_tuning(s) ? swe_tune_step(s, target, &dt) : swe_step(s, target, &dt);
     if (st == TS_OK) {
       out->taken = 1;
       out->t[0] = s->t;
@@ -589,7 +571,7 @@ static void probes_to_host(const ts_swe *s, int n, const int *i, const int *j) {
     }
     if (!cells)
       swe_part_to_host(p);
-    else if (m > 0)
+    else if (m > 0 && p->k->to_host_cells) /* a part on the CPU is current already */
       p->k->to_host_cells(p, cells, m);
   }
   free(cells);
@@ -827,7 +809,7 @@ ts_status ts_swe_stats(const ts_swe *s, ts_swe_sub_stats *stats) {
     int sub = s->parts[k]->sub;
     ts_halo_times h = ts_halo_times_of(s->halo, sub);
     double *row = t + PER_SUB * sub;
-    row[0] = s->parts[k]->compute_s;
+    row[0] = swe_part_compute_seconds(s->parts[k]);
     row[1] = h.pack + s->halo_times[sub].pack;
     row[2] = h.wait + s->halo_times[sub].wait;
     row[3] = h.unpack + s->halo_times[sub].unpack;

@@ -567,7 +567,7 @@ static ts_status read_parallel(swe_case *k) {
   int backend;
   TS_CALL(ts_config_choice(k->cfg, "parallel", "backend", (int)par->backend, backends, &backend));
   par->backend = (ts_backend)backend;
-  TS_CALL(ts_case_read_devices(k->cfg, TS_MAX_DEVICES, &par->ndevices, par->devices));
+  TS_CALL(ts_case_read_devices(k->cfg, TS_MAX_DEVICES, 1, &par->ndevices, par->devices));
   int parts[3];
   TS_CALL(ts_case_read_split(k->cfg, &par->subdomains, &par->decomposition, parts));
   if (parts[2] > 1)
@@ -624,9 +624,6 @@ static ts_status read_parallel(swe_case *k) {
                            "%s balance moves the boundaries of bands: use decomposition rows or "
                            "columns",
                            balances[balance]);
-  if (moves && par->backend == TS_BACKEND_CUDA)
-    return ts_config_error(k->cfg, "parallel", "balance",
-                           "%s balance runs on the cpu backend only (so far)", balances[balance]);
   /* The split must be possible on this grid and give every rank a subdomain. */
   int ranks = ts_comm_size(k->comm), count = par->subdomains ? par->subdomains : ranks;
   int count_known = par->subdomains > 0 || par->backend == TS_BACKEND_CPU;
@@ -1246,6 +1243,42 @@ static void write_summary_balance(ts_json *j, const ts_swe *s, const ts_decomp *
   ts_json_object_end(j);
 }
 
+/* "tuning": every decision on an `auto` knob (the knob, the simulated time, the choice, the
+ * candidates with their measured seconds, or the rule that chose), and the seconds the probes
+ * cost beyond the chosen settings and the boundary moves took. */
+static void write_summary_tuning(ts_json *j, const ts_swe *s) {
+  const ts_swe_decision *dec;
+  double tuning_s;
+  int n = ts_swe_tuning_get(s, &dec, &tuning_s);
+  ts_swe_balance b;
+  ts_swe_balance_get(s, &b);
+  ts_json_key(j, "tuning");
+  ts_json_object_begin(j);
+  ts_json_key(j, "decisions");
+  ts_json_array_begin(j);
+  for (int k = 0; k < n; k++) {
+    ts_json_object_begin(j);
+    ts_json_key(j, "knob"), ts_json_string(j, dec[k].knob);
+    ts_json_key(j, "t"), ts_json_number(j, dec[k].t);
+    ts_json_key(j, "choice"), ts_json_string(j, dec[k].choice);
+    ts_json_key(j, "candidates");
+    ts_json_array_begin(j);
+    for (int c = 0; c < dec[k].ncandidates; c++) {
+      ts_json_object_begin(j);
+      ts_json_key(j, "value"), ts_json_string(j, dec[k].candidates[c]);
+      ts_json_key(j, "seconds"), ts_json_number(j, dec[k].seconds[c]);
+      ts_json_object_end(j);
+    }
+    ts_json_array_end(j);
+    ts_json_key(j, "reason"), ts_json_string(j, dec[k].reason);
+    ts_json_object_end(j);
+  }
+  ts_json_array_end(j);
+  ts_json_key(j, "tuning_seconds"), ts_json_number(j, tuning_s);
+  ts_json_key(j, "moving_seconds"), ts_json_number(j, b.move_seconds);
+  ts_json_object_end(j);
+}
+
 static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub_stats *stats) {
   const ts_decomp *d = ts_swe_decomp(s);
   const ts_swe_params *p = ts_swe_get_params(s);
@@ -1286,6 +1319,7 @@ static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub
   }
   ts_json_array_end(j);
   write_summary_balance(j, s, d, p, stats);
+  write_summary_tuning(j, s);
   ts_json_key(j, "subdomain_timings");
   ts_json_array_begin(j);
   for (int sub = 0; sub < d->count; sub++) {

@@ -87,7 +87,7 @@ typedef struct swe_part {
   int *tile_list; /* indices of the active tiles, the work list of every pass */
   int ntile_list;
 
-  double compute_s;    /* seconds in the kernels */
+  double compute_s;    /* seconds in the kernels (GPU parts: see swe_part_compute_seconds) */
   double balance_mark; /* compute_s at the load balancer's last measurement */
   int device;          /* CUDA device of a GPU part, -1 on the CPU */
   int reduce_ranks;    /* take_speeds reduces over the ranks (NCCL; every rank has one part) */
@@ -177,6 +177,11 @@ struct swe_kernels {
   void (*to_host_cells)(swe_part *s, const int64_t *cells, int n);
   void (*to_device)(swe_part *s);
   int (*take_bad)(swe_part *s);
+  /* GPU backends (NULL on the CPU): phase_clock(s, 1) and (s, 0) around the passes of a phase
+   * of a host-driven step time it on the part's stream (events); busy_seconds waits for the
+   * timed phases and returns their seconds since the last call. */
+  void (*phase_clock)(swe_part *s, int begin);
+  double (*busy_seconds)(swe_part *s);
   void (*release)(swe_part *s);
 };
 
@@ -278,9 +283,26 @@ TS_HD static inline double swe_time_step(double ax, double ay, double cfl, doubl
 
 /* ---- the solver: this rank's parts, the split, the halo plan */
 
+/* The run-time tuner's state (swe_tune.c): the measured knobs in the order they are probed,
+ * the one under way (-1: done), its candidate and the steps timed; the decisions' log. */
+typedef enum swe_knob { SWE_KNOB_EARLY_EXIT, SWE_KNOB_GHOST_EXPANSION } swe_knob;
+#define SWE_MAX_DECISIONS 12
+typedef struct swe_tune_state {
+  swe_knob plan[2];
+  int nplan, current;
+  int warmed, candidate, steps;
+  double start, seconds[TS_SWE_MAX_CANDIDATES];
+  ts_swe_decision decisions[SWE_MAX_DECISIONS];
+  int ndecisions;
+  double overhead_s; /* probe time beyond what the chosen candidates would have taken */
+} swe_tune_state;
+
 /* The load balancer's state (swe_balance.c). */
+enum { SWE_STATIC_PROBE_STEPS = 5 }; /* steps that time the devices' speeds (static) */
 typedef struct swe_balance_state {
   ts_balance_mode mode; /* auto resolved */
+  int started;          /* the warm-up step after tuning is behind: measurements run */
+  int done;             /* static: the one move is made */
   int interval, steps;  /* steps between measurements, steps since the last */
   int rebalances, measurements;
   int64_t moved_cells;
@@ -305,21 +327,19 @@ struct ts_swe {
   ts_halo_times *halo_times; /* per subdomain, of the plans replaced so far */
   ts_halo_field *fields;     /* per subdomain: state (w, hu, hv, w_carry) */
   int ghost_expansion;       /* steps between exchanges */
-  int tuning;                /* ghost_expansion = auto: candidate being timed, -1 when chosen */
-  int tuning_steps;          /* steps timed so far for that candidate */
-  double tuning_start, tuning_seconds[3];
-  int halo_width;          /* cells: SWE_STAGE_REACH x stages x ghost_expansion */
-  int cycle;               /* stages done since the last exchange */
-  int in_flight;           /* an exchange was started and not finished */
-  int device_halo;         /* GPU parts: halos move in device memory (copies, transport) */
-  const char *transport;   /* how halos move (ts_swe_transport) */
-  int speeds_on_device;    /* the wave speeds are reduced over the ranks on the GPUs */
-  int early_exit;          /* resolved at the first step */
-  ts_backend backend;      /* resolved at creation */
-  int gpus;                /* CUDA devices this process sees */
-  int nparts_hint;         /* this rank's subdomains, while they are created */
-  int outer_threads;       /* threads over parts */
-  ts_raster bed, friction; /* copies of the global inputs, to build parts when boundaries move */
+  swe_tune_state tune;       /* the auto knobs being probed, and the decisions taken */
+  int halo_width;            /* cells: SWE_STAGE_REACH x stages x ghost_expansion */
+  int cycle;                 /* stages done since the last exchange */
+  int in_flight;             /* an exchange was started and not finished */
+  int device_halo;           /* GPU parts: halos move in device memory (copies, transport) */
+  const char *transport;     /* how halos move (ts_swe_transport) */
+  int speeds_on_device;      /* the wave speeds are reduced over the ranks on the GPUs */
+  int early_exit;            /* resolved at the first step */
+  ts_backend backend;        /* resolved at creation */
+  int gpus;                  /* CUDA devices this process sees */
+  int nparts_hint;           /* this rank's subdomains, while they are created */
+  int outer_threads;         /* threads over parts */
+  ts_raster bed, friction;   /* copies of the global inputs, to build parts when boundaries move */
   int has_friction;
   double *bc_t[4], *bc_q[4];
   double *rain_t, *rain_rate;        /* copies of the rain frames' times and uniform rates */
@@ -352,6 +372,9 @@ void swe_part_set_rain(swe_part *part, const ts_swe *s, int frame);
 ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
                           const swe_inputs *in);
 void swe_part_destroy(swe_part *part);
+/* The part's seconds of computation so far: wall clock of its phases on the CPU, the device's
+ * busy time on its stream (events) for a GPU part. */
+double swe_part_compute_seconds(swe_part *part);
 /* A GPU part's host mirror: bring it up to date before host code reads it, and hand it back
  * (with velocities recomputed) after host code wrote the state or maxima. No-ops' equivalents on
  * the CPU (the second recomputes the velocities). */
@@ -374,6 +397,14 @@ ts_status swe_build_halo_plan(ts_swe *s);
 /* Replaces the split (and halo width): parts whose window changes are rebuilt and their owned
  * cells migrated from the old owners; then a full exchange. */
 ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion);
+
+/* The tuner (swe_tune.c): set up once the parts exist (the rules it applies are logged);
+ * whether probes are under way; a step of the run while they are (instead of swe_step); and a
+ * decision taken by rule, for the log. */
+void swe_tune_init(ts_swe *s);
+int swe_tuning(const ts_swe *s);
+ts_status swe_tune_step(ts_swe *s, double target, double *dt_taken);
+void swe_tune_rule(ts_swe *s, const char *knob, const char *choice, const char *reason);
 
 /* The load balancer (swe_balance.c): set up from the parameters once the parts exist; told the
  * steps taken after each advance (collective: it may move boundaries); and the seconds a phase

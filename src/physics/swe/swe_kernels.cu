@@ -63,7 +63,8 @@ static inline swe_bits swe_to_bits_host(ts_real x) {
   return b;
 }
 
-typedef int swe_idx; /* GPU parts hold fewer than 2^31 elements per array */
+typedef int swe_idx;          /* GPU parts hold fewer than 2^31 elements per array */
+enum { SWE_PHASE_RING = 64 }; /* timed phases in flight per part (about 13 steps) */
 #include "physics/swe/swe_stage.h"
 
 /* The clock of a part's steps, in device memory, so that steps run without the host: the step
@@ -134,6 +135,11 @@ typedef struct swe_gpu {
   cudaGraphExec_t graph; /* the passes of one step (device runs), NULL until recorded */
   cudaStream_t stream;
   int sms; /* multiprocessors of the device */
+  /* Phases of host-driven steps timed on the stream (the load balancer's cost): a ring of
+   * start/stop event pairs, read back when full or asked, and the seconds read so far. */
+  cudaEvent_t phase_events[2 * SWE_PHASE_RING];
+  int phase_head, phase_pending;
+  double busy_s;
 } swe_gpu;
 
 /* Where the kernels find the activity of a cell's tile (early exit). */
@@ -1480,6 +1486,37 @@ static int gpu_take_bad(swe_part *s) {
   return g->clock_host->bad;
 }
 
+/* The oldest timed phase of the ring, waited for and added to busy_s. */
+static void read_oldest_phase(swe_gpu *g) {
+  int k = (g->phase_head - g->phase_pending + SWE_PHASE_RING) % SWE_PHASE_RING;
+  float ms = 0;
+  check(cudaEventSynchronize(g->phase_events[2 * k + 1]), "phase timing");
+  check(cudaEventElapsedTime(&ms, g->phase_events[2 * k], g->phase_events[2 * k + 1]),
+        "phase timing");
+  g->busy_s += 1e-3 * ms;
+  g->phase_pending--;
+}
+
+static void gpu_phase_clock(swe_part *s, int begin) {
+  swe_gpu *g = use(s);
+  if (begin && g->phase_pending == SWE_PHASE_RING)
+    read_oldest_phase(g);
+  check(cudaEventRecord(g->phase_events[2 * g->phase_head + !begin], g->stream), "phase timing");
+  if (!begin) {
+    g->phase_head = (g->phase_head + 1) % SWE_PHASE_RING;
+    g->phase_pending++;
+  }
+}
+
+static double gpu_busy_seconds(swe_part *s) {
+  swe_gpu *g = use(s);
+  while (g->phase_pending > 0)
+    read_oldest_phase(g);
+  double busy = g->busy_s;
+  g->busy_s = 0;
+  return busy;
+}
+
 static void gpu_begin_steps(swe_part *s, double target, double stop) {
   swe_gpu *g = use(s);
   k_begin<<<1, 1, 0, g->stream>>>(g->clock, target, stop);
@@ -1702,6 +1739,9 @@ static void gpu_release(swe_part *s) {
   cudaFreeHost(g->amax_host);
   cudaFreeHost(g->clock_host);
   cudaFreeHost(g->log_host);
+  for (int e = 0; e < 2 * SWE_PHASE_RING; e++)
+    if (g->phase_events[e])
+      cudaEventDestroy(g->phase_events[e]);
   cudaStreamDestroy(g->stream);
   free(g);
   s->gpu = NULL;
@@ -1723,6 +1763,8 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
   s->device = device;
   ts_gpu_enable_peers(device);
   check(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), "stream");
+  for (int e = 0; e < 2 * SWE_PHASE_RING; e++)
+    check(cudaEventCreate(&g->phase_events[e]), "phase timing events");
   check(cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, device),
         "device attributes");
   int shared = (int)tile_shared_bytes();
@@ -1861,6 +1903,8 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .to_host_cells = gpu_to_host_cells,
     .to_device = gpu_to_device,
     .take_bad = gpu_take_bad,
+    .phase_clock = gpu_phase_clock,
+    .busy_seconds = gpu_busy_seconds,
     .release = gpu_release,
 };
 

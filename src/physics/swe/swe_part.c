@@ -158,7 +158,7 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
   part->k->maxima(part, 0);
   part->device = -1;
 #if TESSERA_HAVE_CUDA
-  if (s->backend == TS_BACKEND_CUDA) {
+  if (s->backend == TS_BACKEND_CUDA && device >= 0) {
     int double_prec = s->p.precision == TS_DOUBLE;
     ts_status st_gpu =
         double_prec ? swe_cuda_attach_double(part, device) : swe_cuda_attach_float(part, device);
@@ -179,6 +179,12 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
 #endif
   *out = part;
   return TS_OK;
+}
+
+double swe_part_compute_seconds(swe_part *part) {
+  if (part->k->busy_seconds)
+    part->compute_s += part->k->busy_seconds(part);
+  return part->compute_s;
 }
 
 void swe_part_destroy(swe_part *part) {

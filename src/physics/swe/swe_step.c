@@ -61,8 +61,9 @@ ts_status swe_build_halo_plan(ts_swe *s) {
   s->transport = s->nranks > 1 ? "mpi" : "memory";
 #if TESSERA_HAVE_CUDA
   const ts_halo_transport *transport = NULL;
-  /* GPU parts keep their halos in device memory: copies between the parts of a process, and a
-   * transport (NCCL, CUDA-aware MPI or host staging) between ranks. */
+  /* GPU parts keep their halos in device memory: copies between the parts of a process (to and
+   * from host memory for parts on the CPU beside them), and a transport (NCCL, CUDA-aware MPI or
+   * host staging) between ranks. */
   s->device_halo = s->backend == TS_BACKEND_CUDA;
   if (s->device_halo && s->nranks > 1) {
     int device = s->parts[0]->device;
@@ -90,7 +91,7 @@ ts_status swe_build_halo_plan(ts_swe *s) {
   for (int k = 0; k < s->nparts; k++) {
     ts_halo_field *f = &s->fields[s->parts[k]->sub];
 #if TESSERA_HAVE_CUDA
-    if (s->device_halo) {
+    if (s->parts[k]->gpu) {
       if (s->p.precision == TS_DOUBLE)
         swe_cuda_fields_double(s->parts[k], f);
       else
@@ -133,8 +134,9 @@ static void refresh_halo(swe_part *p, void *arg) {
 
 static ts_status start_exchange(ts_swe *s) {
 #if TESSERA_HAVE_CUDA
-  for (int k = 0; k < s->nparts && s->device_halo; k++)
-    swe_cuda_sync(s->parts[k]); /* the halos are read outside the parts' streams */
+  for (int k = 0; k < s->nparts; k++)
+    if (s->parts[k]->gpu)
+      swe_cuda_sync(s->parts[k]); /* the halos are read outside the parts' streams */
 #endif
   TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
   s->in_flight = 1;
@@ -206,11 +208,29 @@ static swe_region interior_of(const swe_part *p, swe_region f) {
   return r;
 }
 
+/* The time of a phase of part p: the passes a GPU part queues are timed on its stream (not
+ * while they are recorded into the graph of a device run); a CPU part's by the wall clock,
+ * stretched for the test slowdown. */
+static double phase_begin(const stage_work *w, swe_part *p) {
+  if (p->k->phase_clock && !w->on_device)
+    p->k->phase_clock(p, 1);
+  return omp_get_wtime();
+}
+
+static void phase_done(const stage_work *w, swe_part *p, double t0) {
+  if (p->k->phase_clock) {
+    if (!w->on_device)
+      p->k->phase_clock(p, 0);
+    return;
+  }
+  p->compute_s += swe_balance_slow_down(w->s, p, t0);
+}
+
 /* Fluxes of the stage: masks and boundary ghosts first (stage 0), then the flux region, or its
  * interior or border part. */
 static void phase_fluxes(swe_part *p, void *arg) {
   stage_work *w = arg;
-  double t0 = omp_get_wtime();
+  double t0 = phase_begin(w, p);
   int k = part_index(w->s, p);
   swe_region f = shrink(p, SWE_STAGE_REACH * w->m + 2);
   if (w->stage == 0 && !w->border)
@@ -238,12 +258,12 @@ static void phase_fluxes(swe_part *p, void *arg) {
           p->k->fluxes(p, border[b], amax);
     }
   }
-  p->compute_s += swe_balance_slow_down(w->s, p, t0);
+  phase_done(w, p, t0);
 }
 
 static void phase_update(swe_part *p, void *arg) {
   stage_work *w = arg;
-  double t0 = omp_get_wtime();
+  double t0 = phase_begin(w, p);
   p->k->impose_inflow(p, w->t_stage);
   p->k->drain(p, shrink(p, SWE_STAGE_REACH * w->m + 2), w->dt);
   if (swe_has_open_sides(p->p))
@@ -251,14 +271,14 @@ static void phase_update(swe_part *p, void *arg) {
   int bad = p->k->update(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt, w->stage);
   if (w->bad)
     w->bad[part_index(w->s, p)] |= bad;
-  p->compute_s += swe_balance_slow_down(w->s, p, t0);
+  phase_done(w, p, t0);
 }
 
 /* The end of the step: the flood maps at its end time, then its rain and losses on the cells
  * the last stage updated, and the device's clock moved on. */
 static void phase_end(swe_part *p, void *arg) {
   stage_work *w = arg;
-  double t0 = omp_get_wtime();
+  double t0 = phase_begin(w, p);
   if (!w->on_device)
     p->t = w->t_after;
   p->k->maxima(p, w->dt);
@@ -266,19 +286,7 @@ static void phase_end(swe_part *p, void *arg) {
     p->k->sources(p, shrink(p, SWE_STAGE_REACH * w->m + SWE_STAGE_REACH), w->dt);
   if (p->k->end_step)
     p->k->end_step(p);
-  p->compute_s += swe_balance_slow_down(w->s, p, t0);
-}
-
-/* early_exit = auto: on unless 90 % or more of the tiles are active at the first step. */
-static ts_status resolve_early_exit(ts_swe *s) {
-  int tx, ty;
-  int64_t active;
-  s->early_exit = 1;
-  ts_swe_tiles(s, &tx, &ty, &active);
-  s->early_exit = active < 0.9 * (double)tx * ty;
-  for (int k = 0; k < s->nparts; k++)
-    s->parts[k]->early_exit = s->early_exit;
-  return TS_OK;
+  phase_done(w, p, t0);
 }
 
 /* The time step towards `target` from the first stage's wave speeds: the maximum over the
@@ -356,8 +364,6 @@ static ts_status after_step(ts_swe *s) {
 }
 
 ts_status swe_step(ts_swe *s, double target, double *dt_taken) {
-  if (s->early_exit < 0)
-    TS_CALL(resolve_early_exit(s));
   double(*amax)[2] = calloc((size_t)s->nparts, sizeof *amax);
   int *bad = calloc((size_t)s->nparts, sizeof *bad);
   if (!amax || !bad) {
@@ -392,8 +398,8 @@ ts_status swe_step(ts_swe *s, double target, double *dt_taken) {
 }
 
 int swe_steps_on_device(const ts_swe *s) {
-  return s->backend == TS_BACKEND_CUDA && s->nparts == 1 && s->decomp.count == 1 && s->tuning < 0 &&
-         s->early_exit >= 0 && s->parts[0]->k->capture_step;
+  return s->backend == TS_BACKEND_CUDA && s->nparts == 1 && s->decomp.count == 1 &&
+         !swe_tuning(s) && s->parts[0]->k->capture_step;
 }
 
 ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
@@ -496,7 +502,7 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
         continue;
       swe_part_changed_on_host(fresh[k]);
       fresh[k]->threads = s->parts[k]->threads;
-      fresh[k]->compute_s = s->parts[k]->compute_s;
+      fresh[k]->compute_s = swe_part_compute_seconds(s->parts[k]);
       swe_part_destroy(s->parts[k]);
       s->parts[k] = fresh[k];
       s->by_sub[fresh[k]->sub] = fresh[k];
