@@ -74,7 +74,9 @@ static const ts_config_key schema[] = {
     {"swe", "theta", "", "1.3", "generalised minmod limiter parameter, in [1, 2]"},
     {"swe", "dry_depth", "m", "1e-4", "depth at or below which a cell counts as dry"},
     {"swe", "arrival_depth", "m", "0.01", "depth that defines the first arrival time"},
-    {"swe", "tile_size", "cells", "32", "edge of the tiles of the activity mask (early exit)"},
+    {"swe", "tile_size", "cells", "32",
+     "edge of the tiles of the activity mask (early exit), or auto (16, 32 and 64 timed on the "
+     "first steps, the fastest kept)"},
     {"rain", "rate", "mm/h", "(none)",
      "rain on every active cell: a number; a CSV file (.csv, .txt) of rows t,mm_per_h, each rate "
      "holding until the next row's time (piecewise constant); or a raster stack (GeoTIFF bands, "
@@ -126,7 +128,8 @@ static const ts_config_key schema[] = {
     {"parallel", "backend", "", "cpu",
      "cpu (OpenMP), cuda (NVIDIA GPUs), or auto (cuda when a GPU is found)"},
     {"parallel", "devices", "", "all",
-     "GPUs to use: all, or device numbers such as 0,1 (subdomains take them in turn)"},
+     "GPUs to use: all, or device numbers such as 0,1 (subdomains take them in turn); swe: cpu "
+     "in the list (0,cpu) adds the host's cores beside the GPUs, in one process"},
     {"parallel", "subdomains", "", "auto",
      "subdomains over all ranks (auto: one per rank); several per rank share its threads"},
     {"parallel", "decomposition", "", "auto",
@@ -134,7 +137,8 @@ static const ts_config_key schema[] = {
     {"parallel", "ghost_expansion", "steps", "1",
      "steps between halo exchanges (1..8, halo of 6 cells per step with rk2), or auto"},
     {"parallel", "early_exit", "", "on",
-     "skip dry tiles with dry neighbours: on, off, or auto (off when 90% of tiles are active)"},
+     "skip dry tiles with dry neighbours: on, off, or auto (both timed over 8 steps after the "
+     "first, the faster kept)"},
     {"parallel", "overlap", "", "on",
      "hide the halo exchange behind interior computation: on or off"},
     {"parallel", "transport", "", "auto",
@@ -144,9 +148,10 @@ static const ts_config_key schema[] = {
      "swe: relative sizes of the subdomains, one positive number per subdomain (e.g. 3,1 for a "
      "device three times as fast as the other): static balance by hand"},
     {"parallel", "balance", "", "auto",
-     "swe, cpu backend, splits into rows or columns: off; static (once, after the first "
-     "rebalance_interval steps, from each subdomain's measured cost); dynamic (every "
-     "rebalance_interval steps, when the gain beats the cost of moving); auto (off for now)"},
+     "swe, rows or columns, CPU and GPU subdomains: off; static (once: a few steps timed with "
+     "every cell computed give each device its speed, and the bands are sized by it); dynamic "
+     "(the same, then every rebalance_interval steps by where the work is, when the gain beats "
+     "the cost of moving); auto (dynamic with more than one band, else off)"},
     {"parallel", "rebalance_interval", "steps", "auto (100)",
      "steps between the load balancer's measurements"},
     {"parallel", "gpu_kernels", "", "auto",

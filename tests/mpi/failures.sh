@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A failing rank must end the whole MPI run quickly, with one clear message and a non-zero exit:
 # a rank whose input file is missing (each rank starts in its own directory), a rank started
-# with a different case file, and a rank killed by a signal in the middle of the run.
+# with a different case file, a rank killed by a signal in the middle of the run, and a rank
+# that fails while the load balancer moves boundaries (TESSERA_TEST_FAIL_MOVE: it cannot build
+# its moved subdomain).
 # usage: failures.sh TESSERA CASE_DIR WORKDIR
 set -u
 tessera=$1 src=$2 work=$3
@@ -43,5 +45,17 @@ timeout 120 mpirun -np 2 sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then (sleep 
 rc=$? took=$(($(date +%s) - start))
 check "killed rank" $([ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$took" -le 30 ] && echo 0 || echo 1) \
   "mpirun ended with exit code $rc after $took s"
+# 4. Rank 1 fails while the balancer moves the boundaries (dynamic, every 2 steps).
+start=$(date +%s)
+TESSERA_TEST_FAIL_MOVE=1 timeout 60 mpirun -x TESSERA_TEST_FAIL_MOVE -np 2 "$tessera" run \
+  "$work/a/four_sides.ini" --quiet --set parallel.decomposition=rows \
+  --set parallel.balance=dynamic --set parallel.rebalance_interval=2 --out "$work/moving" \
+  >"$work/moving.log" 2>&1
+rc=$? took=$(($(date +%s) - start))
+check "failed move" $([ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$took" -le 30 ] && echo 0 || echo 1) \
+  "exit code $rc after $took s"
+check "failed move" $([ "$(grep -c '^tessera:' "$work/moving.log")" -eq 1 ] &&
+  grep -q 'rank 1: .*moved subdomain' "$work/moving.log" && echo 0 || echo 1) \
+  "one message from the failing rank: $(grep '^tessera:' "$work/moving.log")"
 echo "RESULT: $([ $failures -eq 0 ] && echo PASS || echo "FAIL ($failures)")"
 [ $failures -eq 0 ]

@@ -12,7 +12,7 @@
  *  3. Every output of every balanced run equals the run on one subdomain byte for byte (the
  *     moves only change who computes which cell).
  *  4. Balance on tiles is refused in one line naming the key.
- *  5. Every knob on auto (balance, early exit, ghost expansion, rebalance interval) on 2
+ *  5. Every knob on auto (balance, early exit, tile size, ghost expansion, rebalance interval) on 2
  *     subdomains of the channel: the same outputs byte for byte, and summary.json "tuning" logs
  *     the measured knobs with their candidates' seconds and the rules with their reasons.
  * Skipped (exit 77) when the CLI is missing. */
@@ -153,7 +153,7 @@ int main(void) {
   free(err);
   rc = run("", "channel.ini",
            "--set parallel.subdomains=2 --set parallel.balance=auto --set parallel.early_exit=auto "
-           "--set parallel.ghost_expansion=auto",
+           "--set parallel.ghost_expansion=auto --set swe.tile_size=auto",
            "channel_auto");
   CHECK(rc == 0, "channel, every knob auto: exit %d", rc);
   same_outputs("channel1", "channel_auto", "channel, auto");
@@ -163,13 +163,15 @@ int main(void) {
   const char *exit_knob = tuning ? strstr(tuning, "\"knob\": \"early_exit\"") : NULL;
   const char *ghost_knob = tuning ? strstr(tuning, "\"knob\": \"ghost_expansion\"") : NULL;
   const char *balance_knob = tuning ? strstr(tuning, "\"knob\": \"balance\"") : NULL;
-  CHECK(exit_knob && strstr(exit_knob, "\"value\": \"on\"") &&
-            strstr(exit_knob, "\"value\": \"off\"") && ghost_knob &&
-            strstr(ghost_knob, "\"value\": \"4\"") && balance_knob &&
-            strstr(balance_knob, "\"choice\": \"dynamic\"") &&
-            strstr(tuning, "\"tuning_seconds\": ") && strstr(tuning, "\"moving_seconds\": "),
-        "channel, auto: summary tuning logs early_exit (on, off), ghost_expansion (1, 2, 4) with "
-        "seconds, balance = dynamic by rule, and the tuning and moving seconds");
+  const char *tile_knob = tuning ? strstr(tuning, "\"knob\": \"tile_size\"") : NULL;
+  CHECK(
+      exit_knob && strstr(exit_knob, "\"value\": \"on\"") &&
+          strstr(exit_knob, "\"value\": \"off\"") && ghost_knob &&
+          strstr(ghost_knob, "\"value\": \"4\"") && balance_knob &&
+          strstr(balance_knob, "\"choice\": \"dynamic\"") && tile_knob &&
+          strstr(tuning, "\"tuning_seconds\": ") && strstr(tuning, "\"moving_seconds\": "),
+      "channel, auto: summary tuning logs early_exit (on, off), tile_size, ghost_expansion (1, 2, "
+      "4) with seconds, balance = dynamic by rule, and the tuning and moving seconds");
   printf("channel, auto: tuning overhead %.4f s, moves %.4f s, balance %g moves\n",
          summary_number("channel_auto", "tuning_seconds"),
          summary_number("channel_auto", "moving_seconds"),

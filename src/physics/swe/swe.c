@@ -47,8 +47,9 @@ static ts_status check_params(const ts_swe_params *p) {
     return ts_error(TS_ERR_INPUT, "swe: rk_order must be 1 or 2 (got %d)", p->rk_order);
   if (!(p->dry_depth > 0))
     return ts_error(TS_ERR_INPUT, "swe: dry_depth must be positive (got %g)", p->dry_depth);
-  if (p->tile_size < 2)
-    return ts_error(TS_ERR_INPUT, "swe: tile_size must be at least 2 (got %d)", p->tile_size);
+  if (p->tile_size < 2 && p->tile_size != 0)
+    return ts_error(TS_ERR_INPUT, "swe: tile_size must be 0 (auto) or at least 2 (got %d)",
+                    p->tile_size);
   if (p->friction != TS_FRICTION_NONE && !(p->friction_value >= 0))
     return ts_error(TS_ERR_INPUT, "swe: friction coefficient must be >= 0 (got %g)",
                     p->friction_value);
@@ -178,7 +179,7 @@ double swe_rain_next_time(const ts_swe *s, double t) {
 
 /* Threads: one part takes them all; several share them (nested when there are more threads
  * than parts). A GPU part needs one thread to drive it: the parts on the CPU share the others. */
-static void assign_threads(ts_swe *s) {
+void swe_assign_threads(ts_swe *s) {
   int threads = omp_get_max_threads(), on_gpu = 0;
   for (int k = 0; k < s->nparts; k++)
     on_gpu += s->parts[k]->device >= 0;
@@ -195,12 +196,19 @@ static void assign_threads(ts_swe *s) {
     s->parts[k]->threads = s->parts[k]->device >= 0 ? 1 : inner;
 }
 
+static int lists_cpu(const ts_swe_parallel *par) {
+  for (int d = 0; d < par->ndevices; d++)
+    if (par->devices[d] < 0)
+      return 1;
+  return 0;
+}
+
 /* backend = auto takes the GPUs when there are any; cuda without a GPU is an error. A device
  * list may name the CPU (-1) beside GPUs: its subdomains run on the host's cores, in one
  * process (their halos move between host and GPU memory by copies, not through a transport). */
 static ts_status resolve_backend(ts_swe *s) {
   const ts_swe_parallel *par = &s->p.parallel;
-  int gpus = ts_gpu_count(), cpu_listed = 0;
+  int gpus = ts_gpu_count();
   s->backend = par->backend == TS_BACKEND_AUTO ? (gpus > 0 ? TS_BACKEND_CUDA : TS_BACKEND_CPU)
                                                : par->backend;
   if (s->backend == TS_BACKEND_CUDA && !TESSERA_HAVE_CUDA)
@@ -208,12 +216,11 @@ static ts_status resolve_backend(ts_swe *s) {
   if (s->backend == TS_BACKEND_CUDA && gpus == 0)
     return ts_error(TS_ERR_INPUT, "swe: backend cuda: no CUDA device found");
   for (int d = 0; d < par->ndevices && s->backend == TS_BACKEND_CUDA; d++) {
-    cpu_listed |= par->devices[d] < 0;
     if (par->devices[d] >= gpus)
       return ts_error(TS_ERR_INPUT, "swe: CUDA device %d does not exist (%d found)",
                       par->devices[d], gpus);
   }
-  if (cpu_listed && s->nranks > 1)
+  if (s->backend == TS_BACKEND_CUDA && lists_cpu(par) && s->nranks > 1)
     return ts_error(TS_ERR_INPUT,
                     "swe: devices with cpu run in one process (this run has %d "
                     "ranks): list GPUs only, or run one process",
@@ -252,6 +259,10 @@ static int device_of(const ts_swe *s, int k) {
 static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
                                const swe_inputs *in) {
   s->p = *params;
+  s->tune.tile_size_auto = params->tile_size == 0;
+  if (s->tune.tile_size_auto)
+    s->p.tile_size = 32; /* until the tuner has timed the candidates */
+  s->built_tile_size = s->p.tile_size;
   s->grid = ts_grid_2d(bed->ncols, bed->nrows, bed->cellsize, bed->xll, bed->yll);
   s->nx = bed->ncols;
   s->ny = bed->nrows;
@@ -300,6 +311,17 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     memcpy(s->weights, par->weights, sizeof(double) * (size_t)count);
     s->p.parallel.weights = s->weights;
     TS_CALL(ts_decomp_weigh(&s->decomp, s->weights));
+  } else if (s->backend == TS_BACKEND_CUDA && s->nranks == 1 && lists_cpu(par)) {
+    /* Until the balancer measures them, the CPU's subdomains start thin: a GPU is assumed 64
+     * times as fast as the host's cores (an H100 against 16 cores: about 200 times). */
+    double *prior = malloc(sizeof(double) * (size_t)count);
+    if (!prior)
+      return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+    for (int sub = 0; sub < count; sub++)
+      prior[sub] = par->devices[sub % par->ndevices] < 0 ? 1.0 / 64 : 1.0;
+    ts_status st = ts_decomp_weigh(&s->decomp, prior);
+    free(prior);
+    TS_CALL(st);
   }
   s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : 1;
   s->halo_width = SWE_STAGE_REACH * (params->rk_order == 1 ? 1 : 2) * s->ghost_expansion;
@@ -323,7 +345,7 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     s->parts[s->nparts++] = part;
     s->by_sub[sub] = part;
   }
-  assign_threads(s);
+  swe_assign_threads(s);
   swe_tune_init(s);
   TS_CALL(swe_balance_init(s));
   return swe_build_halo_plan(s);
@@ -794,7 +816,7 @@ ts_status ts_swe_move_boundary(ts_swe *s, int a, int b, int delta) {
   TS_CALL(ts_decomp_copy(&d, &s->decomp));
   ts_status st = ts_decomp_move_boundary(&d, a, b, delta);
   if (st == TS_OK)
-    st = swe_rebuild(s, &d, s->ghost_expansion);
+    st = swe_rebuild(s, &d, NULL, s->ghost_expansion);
   ts_decomp_destroy(&d);
   return st;
 }

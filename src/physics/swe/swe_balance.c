@@ -54,6 +54,8 @@ ts_status swe_balance_init(ts_swe *s) {
                     s->decomp.parts[0], s->decomp.parts[1]);
   if (s->decomp.count == 1)
     b->mode = TS_BALANCE_OFF;
+  const char *fail = getenv("TESSERA_TEST_FAIL_MOVE");
+  b->fail_move_rank = fail ? atoi(fail) : -1;
   const char *slow = getenv("TESSERA_TEST_SLOWDOWN");
   b->slow_sub = -1;
   if (slow && sscanf(slow, "%d:%lf", &b->slow_sub, &b->slow_factor) != 2)
@@ -151,16 +153,106 @@ static void mark_parts(ts_swe *s) {
     s->parts[k]->balance_mark = swe_part_compute_seconds(s->parts[k]);
 }
 
+/* A split of the grid into `count` bands along `axis` with the cuts cut[0..count]. */
+static ts_status bands_at(ts_decomp *d, const ts_decomp *like, int axis, int count,
+                          const int *cut) {
+  int n[3] = {like->n[0], like->n[1], 1};
+  TS_CALL(ts_decomp_create(d, 2, n, count, axis == 0 ? TS_DECOMP_COLUMNS : TS_DECOMP_ROWS, NULL));
+  for (int k = 0; k < count; k++) {
+    d->boxes[k].lo[axis] = cut[k];
+    d->boxes[k].hi[axis] = cut[k + 1];
+  }
+  return TS_OK;
+}
+
+/* With GPUs and the CPU in one run (one process): whether the CPU's subdomains pay for what
+ * they cost. Over the speed probe, the GPUs alone would take the fastest GPU's seconds per cell
+ * x the work (their steps on the device, without the host); the split takes its predicted
+ * balanced time plus what the run spent beyond computing (exchanges between host and GPU
+ * memory, host-driven steps). When the split is not faster, the GPUs' subdomains take the grid
+ * (cut by their speeds) and the CPU's go. Logged as the tuner's `devices` decision. */
+static ts_status keep_or_drop_cpu(ts_swe *s, int axis, const double *work, int len,
+                                  const double *cost, const double *time, double split_s,
+                                  double wall_s, int *dropped) {
+  *dropped = 0;
+  int count = s->decomp.count, ngpu = 0, ncpu = 0;
+  for (int k = 0; k < count; k++)
+    s->sub_device[k] >= 0 ? ngpu++ : ncpu++;
+  if (s->nranks > 1 || ngpu == 0 || ncpu == 0)
+    return TS_OK;
+  double total = 0, busiest = 0, gpu_rate = 0; /* cells per second of the GPUs together */
+  for (int r = 0; r < len; r++)
+    total += work[r];
+  for (int k = 0; k < count; k++) {
+    busiest = fmax(busiest, time[k]);
+    if (s->sub_device[k] >= 0)
+      gpu_rate += 1 / fmax(cost[k], 1e-300);
+  }
+  double alone_s = total / gpu_rate, with_cpu_s = split_s + fmax(wall_s - busiest, 0.0);
+  char choice[24] = "", all[24] = "", reason[200];
+  int *devices = malloc(sizeof(int) * (size_t)count);
+  double *gpu_costs = malloc(sizeof(double) * (size_t)count);
+  int *cut = malloc(sizeof(int) * (size_t)(count + 1));
+  if (!devices || !gpu_costs || !cut) {
+    free(devices), free(gpu_costs), free(cut);
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  }
+  int g = 0;
+  for (int k = 0; k < count; k++) {
+    int dev = s->sub_device[k];
+    size_t at = strlen(all);
+    if (dev < 0) {
+      snprintf(all + at, sizeof all - at, "%scpu", k ? "," : "");
+      continue;
+    }
+    snprintf(all + at, sizeof all - at, "%s%d", k ? "," : "", dev);
+    at = strlen(choice);
+    snprintf(choice + at, sizeof choice - at, "%s%d", g ? "," : "", dev);
+    devices[g] = dev;
+    gpu_costs[g++] = cost[k];
+  }
+  int drop = alone_s <= with_cpu_s;
+  snprintf(reason, sizeof reason,
+           "predicted over the %d-step speed probe: GPUs alone %.4g s, with the CPU %.4g s (%.4g "
+           "s balanced compute + %.4g s of exchanges and host-driven steps)",
+           SWE_STATIC_PROBE_STEPS, alone_s, with_cpu_s, split_s, with_cpu_s - split_s);
+  ts_swe_decision *d = swe_tune_rule(s, "devices", drop ? choice : all, reason);
+  if (d) {
+    d->ncandidates = 2;
+    snprintf(d->candidates[0], sizeof d->candidates[0], "%s", all);
+    snprintf(d->candidates[1], sizeof d->candidates[1], "%s", choice);
+    d->seconds[0] = with_cpu_s;
+    d->seconds[1] = alone_s;
+  }
+  ts_status st = TS_OK;
+  if (drop) {
+    int least = s->halo_width > 1 ? s->halo_width : 1;
+    cut[0] = 0, cut[1] = len;
+    if (g > 1)
+      best_cuts(work, len, g, gpu_costs, least, cut);
+    ts_decomp next;
+    st = bands_at(&next, &s->decomp, axis, g, cut);
+    if (st == TS_OK)
+      st = swe_rebuild(s, &next, devices, s->ghost_expansion);
+    if (st == TS_OK)
+      ts_decomp_destroy(&next);
+    *dropped = 1;
+  }
+  free(devices), free(gpu_costs), free(cut);
+  return st;
+}
+
 /* Measures what the subdomains cost since the last measurement and moves the boundaries when
- * that pays: static sizes them once by each device's speed (its seconds per computed cell, timed
- * with every cell computed) over the active cells of the whole grid; dynamic by where the work
- * lies now (the computed tiles), when the predicted gain over the next interval is above 5 % of
- * the step and above the last move's measured cost. */
-static ts_status measure_and_move(ts_swe *s) {
+ * that pays. After the speed probe (`speeds`: steps timed with every cell computed) the bands are
+ * sized by each device's speed (its seconds per computed cell) over the active cells of the whole
+ * grid, and devices that do not pay are dropped; later (dynamic) by where the work lies now (the
+ * computed tiles), when the predicted gain over the next interval is above 5 % of the step and
+ * above the last move's measured cost. */
+static ts_status measure_and_move(ts_swe *s, int speeds) {
   swe_balance_state *b = &s->balance;
-  int count = s->decomp.count, axis = band_axis(&s->decomp),
-      is_static = b->mode == TS_BALANCE_STATIC;
+  int count = s->decomp.count, axis = band_axis(&s->decomp);
   int len = s->decomp.n[axis];
+  double wall_s = omp_get_wtime() - b->probe_start;
   double *numbers = calloc((size_t)(count + len + 1), sizeof(double));
   int *cut = malloc(sizeof(int) * (size_t)(count + 1));
   double *cost = malloc(sizeof(double) * (size_t)count);
@@ -191,7 +283,7 @@ static ts_status measure_and_move(ts_swe *s) {
   if (b->measurements++ == 0)
     b->imbalance_before = imbalance;
   b->imbalance_after = imbalance;
-  if (is_static) { /* the speeds are known: the whole grid is shared by them */
+  if (speeds) { /* the speeds are known: the whole grid is shared by them */
     set_early_exit(s, s->early_exit);
     memset(work, 0, sizeof(double) * (size_t)len);
     add_active_cells(s, axis, work);
@@ -199,29 +291,32 @@ static ts_status measure_and_move(ts_swe *s) {
   int least = s->halo_width > 1 ? s->halo_width : 1;
   if (st == TS_OK && sum > 0 && len >= least * count)
     predicted = best_cuts(work, len, count, cost, least, cut);
+  int dropped = 0;
+  double t0 = omp_get_wtime();
+  if (st == TS_OK && speeds && predicted > 0)
+    st = keep_or_drop_cpu(s, axis, work, len, cost, time, predicted, wall_s, &dropped);
   double gain = slowest - predicted;
-  int pays = is_static || (gain > 0.05 * slowest && gain > last_move_s);
+  int pays = speeds || (gain > 0.05 * slowest && gain > last_move_s);
   int changes = 0;
   for (int k = 0; k < count && predicted > 0; k++)
     changes |= cut[k] != s->decomp.boxes[k].lo[axis];
-  if (st == TS_OK && predicted > 0 && pays && changes) {
+  if (st == TS_OK && !dropped && predicted > 0 && pays && changes) {
     ts_decomp d;
-    st = ts_decomp_copy(&d, &s->decomp);
-    int64_t moved = 0, across = s->decomp.n[1 - axis];
-    for (int k = 0; k < count && st == TS_OK; k++) {
-      moved += (int64_t)abs(d.boxes[k].lo[axis] - cut[k]) * across;
-      d.boxes[k].lo[axis] = cut[k];
-      d.boxes[k].hi[axis] = cut[k + 1];
-    }
-    double t0 = omp_get_wtime();
+    st = bands_at(&d, &s->decomp, axis, count, cut);
+    for (int k = 0; k < count && st == TS_OK; k++)
+      b->moved_cells += (int64_t)abs(s->decomp.boxes[k].lo[axis] - cut[k]) * s->decomp.n[1 - axis];
     if (st == TS_OK)
-      st = swe_rebuild(s, &d, s->ghost_expansion);
-    ts_decomp_destroy(&d);
+      st = swe_rebuild(s, &d, NULL, s->ghost_expansion);
+    if (st == TS_OK)
+      ts_decomp_destroy(&d);
+  }
+  if (dropped || (st == TS_OK && predicted > 0 && pays && changes)) {
     b->last_move_s = omp_get_wtime() - t0;
     b->move_s += b->last_move_s;
     b->rebalances++;
-    b->moved_cells += moved;
   }
+  if (s->decomp.count == 1)
+    b->done = 1;
   mark_parts(s);
   free(numbers), free(cut), free(cost);
   return st;
@@ -229,21 +324,24 @@ static ts_status measure_and_move(ts_swe *s) {
 
 ts_status swe_balance_after_steps(ts_swe *s, int steps) {
   swe_balance_state *b = &s->balance;
-  int is_static = b->mode == TS_BALANCE_STATIC;
-  if (steps < 1 || (!is_static && b->mode != TS_BALANCE_DYNAMIC) || b->done || swe_tuning(s))
+  int moves = b->mode == TS_BALANCE_STATIC || b->mode == TS_BALANCE_DYNAMIC;
+  if (steps < 1 || !moves || b->done || swe_tuning(s))
     return TS_OK;
-  if (!b->started) { /* the step after tuning is a warm-up: measurements start after it */
+  if (!b->started) { /* the step after tuning is a warm-up: the speed probe starts after it */
     b->started = 1;
+    b->probing = 1;
     b->steps = 0;
     mark_parts(s);
-    if (is_static)
-      set_early_exit(s, 0); /* a device's speed from every cell computed */
+    set_early_exit(s, 0); /* a device's speed from every cell computed */
+    b->probe_start = omp_get_wtime();
     return TS_OK;
   }
   b->steps += steps;
-  if (b->steps < (is_static ? SWE_STATIC_PROBE_STEPS : b->interval))
+  if (b->steps < (b->probing ? SWE_STATIC_PROBE_STEPS : b->interval))
     return TS_OK;
   b->steps = 0;
-  b->done = is_static;
-  return measure_and_move(s);
+  int speeds = b->probing;
+  b->probing = 0;
+  b->done = b->mode == TS_BALANCE_STATIC;
+  return measure_and_move(s, speeds);
 }

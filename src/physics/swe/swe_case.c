@@ -682,10 +682,14 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
   TS_CALL(ts_config_double(k->cfg, "swe", "arrival_depth", 0.01, &k->params.arrival_depth));
   if (!(k->params.arrival_depth > 0))
     return ts_config_error(k->cfg, "swe", "arrival_depth", "must be positive");
-  long tile;
-  TS_CALL(ts_config_int(k->cfg, "swe", "tile_size", 32, &tile));
-  if (tile < 2 || tile > 4096)
-    return ts_config_error(k->cfg, "swe", "tile_size", "must be in [2, 4096]");
+  long tile = 0; /* auto */
+  const char *tile_text;
+  TS_CALL(ts_config_string(k->cfg, "swe", "tile_size", "32", &tile_text));
+  if (strcmp(tile_text, "auto") != 0) {
+    TS_CALL(ts_config_int(k->cfg, "swe", "tile_size", 32, &tile));
+    if (tile < 2 || tile > 4096)
+      return ts_config_error(k->cfg, "swe", "tile_size", "must be auto or in [2, 4096]");
+  }
   k->params.tile_size = (int)tile;
 
   int has_bed;

@@ -285,10 +285,15 @@ TS_HD static inline double swe_time_step(double ax, double ay, double cfl, doubl
 
 /* The run-time tuner's state (swe_tune.c): the measured knobs in the order they are probed,
  * the one under way (-1: done), its candidate and the steps timed; the decisions' log. */
-typedef enum swe_knob { SWE_KNOB_EARLY_EXIT, SWE_KNOB_GHOST_EXPANSION } swe_knob;
+typedef enum swe_knob {
+  SWE_KNOB_EARLY_EXIT,
+  SWE_KNOB_TILE_SIZE,
+  SWE_KNOB_GHOST_EXPANSION
+} swe_knob;
 #define SWE_MAX_DECISIONS 12
 typedef struct swe_tune_state {
-  swe_knob plan[2];
+  swe_knob plan[3];
+  int tile_size_auto; /* [swe] tile_size = auto (params tile_size 0) */
   int nplan, current;
   int warmed, candidate, steps;
   double start, seconds[TS_SWE_MAX_CANDIDATES];
@@ -298,17 +303,20 @@ typedef struct swe_tune_state {
 } swe_tune_state;
 
 /* The load balancer's state (swe_balance.c). */
-enum { SWE_STATIC_PROBE_STEPS = 5 }; /* steps that time the devices' speeds (static) */
+enum { SWE_STATIC_PROBE_STEPS = 5 }; /* steps that time the devices' speeds */
 typedef struct swe_balance_state {
   ts_balance_mode mode; /* auto resolved */
   int started;          /* the warm-up step after tuning is behind: measurements run */
-  int done;             /* static: the one move is made */
+  int probing;          /* the speed probe (every cell computed) is under way */
+  int done;             /* static: the one move is made; or one subdomain left */
+  double probe_start;   /* wall clock at the start of the speed probe */
   int interval, steps;  /* steps between measurements, steps since the last */
   int rebalances, measurements;
   int64_t moved_cells;
   double move_s, last_move_s, imbalance_before, imbalance_after;
   int slow_sub;       /* TESSERA_TEST_SLOWDOWN=SUB:FACTOR: a subdomain made slower, -1 */
   double slow_factor; /* (a test of the balancer: its compute takes FACTOR times as long) */
+  int fail_move_rank; /* TESSERA_TEST_FAIL_MOVE=RANK: that rank fails to build a moved part */
 } swe_balance_state;
 
 struct ts_swe {
@@ -339,6 +347,7 @@ struct ts_swe {
   int gpus;                  /* CUDA devices this process sees */
   int nparts_hint;           /* this rank's subdomains, while they are created */
   int outer_threads;         /* threads over parts */
+  int built_tile_size;       /* the tile size the parts were built with */
   ts_raster bed, friction;   /* copies of the global inputs, to build parts when boundaries move */
   int has_friction;
   double *bc_t[4], *bc_q[4];
@@ -394,9 +403,13 @@ ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps
                             swe_steps_report *report);
 ts_status swe_finish_exchange(ts_swe *s);
 ts_status swe_build_halo_plan(ts_swe *s);
-/* Replaces the split (and halo width): parts whose window changes are rebuilt and their owned
- * cells migrated from the old owners; then a full exchange. */
-ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion);
+/* Replaces the split (and halo width), with the devices of its subdomains (NULL: the same as
+ * now, for a split of as many subdomains): parts whose window or device changes are rebuilt and
+ * their owned cells migrated from the old owners (through MPI between ranks); then a full
+ * exchange. The number of subdomains may change (a device dropped). */
+ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, const int *devices, int ghost_expansion);
+/* swe.c: the OpenMP threads of the parts (a GPU part's one driving thread, the rest shared). */
+void swe_assign_threads(ts_swe *s);
 
 /* The tuner (swe_tune.c): set up once the parts exist (the rules it applies are logged);
  * whether probes are under way; a step of the run while they are (instead of swe_step); and a
@@ -404,7 +417,7 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *d, int ghost_expansion);
 void swe_tune_init(ts_swe *s);
 int swe_tuning(const ts_swe *s);
 ts_status swe_tune_step(ts_swe *s, double target, double *dt_taken);
-void swe_tune_rule(ts_swe *s, const char *knob, const char *choice, const char *reason);
+ts_swe_decision *swe_tune_rule(ts_swe *s, const char *knob, const char *choice, const char *reason);
 
 /* The load balancer (swe_balance.c): set up from the parameters once the parts exist; told the
  * steps taken after each advance (collective: it may move boundaries); and the seconds a phase

@@ -49,7 +49,8 @@ static void halo_window(const ts_swe *s, int sub, ts_box *w) {
   }
 }
 
-ts_status swe_build_halo_plan(ts_swe *s) {
+/* Adds the times of the current halo plan to the subdomains' sums and drops the plan. */
+static void drop_halo_plan(ts_swe *s) {
   for (int k = 0; s->halo && k < s->nparts; k++) {
     ts_halo_times t = ts_halo_times_of(s->halo, s->parts[k]->sub), *sum;
     sum = &s->halo_times[s->parts[k]->sub];
@@ -57,6 +58,10 @@ ts_status swe_build_halo_plan(ts_swe *s) {
   }
   ts_halo_plan_destroy(s->halo);
   s->halo = NULL;
+}
+
+ts_status swe_build_halo_plan(ts_swe *s) {
+  drop_halo_plan(s);
   int nsub = s->decomp.count;
   s->transport = s->nranks > 1 ? "mpi" : "memory";
 #if TESSERA_HAVE_CUDA
@@ -437,55 +442,72 @@ ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps
 
 static int same_box(const ts_box *a, const ts_box *b) { return memcmp(a, b, sizeof *a) == 0; }
 
-ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
-  TS_CALL(swe_finish_exchange(s));
-  ts_decomp copy; /* target may be the solver's own decomposition */
-  TS_CALL(ts_decomp_copy(&copy, target));
-  const ts_decomp *d = &copy;
-  int stages = s->p.rk_order == 1 ? 1 : 2;
-  int width = SWE_STAGE_REACH * stages * ghost_expansion;
-  int nsub = d->count;
-  ts_decomp old;
-  TS_CALL(ts_decomp_copy(&old, &s->decomp));
-  int *rebuilt = calloc((size_t)nsub, sizeof *rebuilt);
-  ts_box *dst = calloc((size_t)nsub, sizeof *dst);
-  swe_part **fresh = calloc((size_t)s->nparts, sizeof *fresh);
+/* The arrays of a solver that have one entry per subdomain. */
+typedef struct per_sub {
+  int *rank, *device;
+  swe_part **by_sub;
+  ts_halo_field *fields;
+  ts_halo_times *halo_times;
+} per_sub;
+
+static ts_status per_sub_alloc(per_sub *a, int count) {
+  a->rank = malloc(sizeof(int) * (size_t)count);
+  a->device = calloc((size_t)count, sizeof(int));
+  a->by_sub = calloc((size_t)count, sizeof *a->by_sub);
+  a->fields = calloc((size_t)count, sizeof *a->fields);
+  a->halo_times = calloc((size_t)count, sizeof *a->halo_times);
+  return a->rank && a->device && a->by_sub && a->fields && a->halo_times
+             ? TS_OK
+             : ts_error(TS_ERR_NOMEM, "swe: out of memory");
+}
+
+static void per_sub_free(per_sub *a) {
+  free(a->rank), free(a->device), free(a->by_sub), free(a->fields), free(a->halo_times);
+}
+
+/* Swaps the solver's per-subdomain arrays with a's. */
+static void per_sub_swap(ts_swe *s, per_sub *a) {
+  per_sub mine = {s->sub_rank, s->sub_device, s->by_sub, s->fields, s->halo_times};
+  s->sub_rank = a->rank, s->sub_device = a->device, s->by_sub = a->by_sub;
+  s->fields = a->fields, s->halo_times = a->halo_times;
+  *a = mine;
+}
+
+/* Moves the owned cells (state and maxima) of the old parts to the new ones, over the index
+ * space of old subdomains (0 .. n-1, senders) and new ones (n .. n+m-1, receivers); parts kept
+ * as they are send and receive nothing. */
+static ts_status migrate(ts_swe *s, const ts_decomp *old, swe_part **old_by_sub, const ts_decomp *d,
+                         const per_sub *next, const int *kept) {
+  int n = old->count, m = d->count, nsub = n + m;
+  ts_box *src = calloc((size_t)nsub, sizeof *src), *dst = calloc((size_t)nsub, sizeof *dst);
+  int *rank = malloc(sizeof(int) * (size_t)nsub);
   ts_halo_field *from = calloc((size_t)nsub * SWE_MIGRATED_FIELDS, sizeof *from);
   ts_halo_field *to = calloc((size_t)nsub * SWE_MIGRATED_FIELDS, sizeof *to);
-  ts_status st = rebuilt && dst && fresh && from && to ? TS_OK : ts_error(TS_ERR_NOMEM, "oom");
-  for (int sub = 0; sub < nsub && st == TS_OK; sub++) {
-    rebuilt[sub] = width != s->halo_width || !same_box(&d->boxes[sub], &old.boxes[sub]);
-    if (rebuilt[sub])
-      dst[sub] = d->boxes[sub];
+  ts_status st = src && dst && rank && from && to ? TS_OK : ts_error(TS_ERR_NOMEM, "oom");
+  for (int k = 0; k < nsub && st == TS_OK; k++) {
+    int is_old = k < n, sub = is_old ? k : k - n;
+    rank[k] = is_old ? s->sub_rank[sub] : next->rank[sub];
+    if (kept[is_old ? sub : sub + n])
+      continue;
+    if (is_old)
+      src[k] = old->boxes[sub];
+    else
+      dst[k] = d->boxes[sub];
+    swe_part *p = is_old ? old_by_sub[sub] : next->by_sub[sub];
+    if (!p)
+      continue;
+    if (is_old)
+      swe_part_to_host(p);
+    swe_part_fields(p, 1, &(is_old ? from : to)[SWE_MIGRATED_FIELDS * k]);
   }
-  /* New parts on the new boxes (the solver's decomposition is switched while they are built). */
-  ts_decomp current = s->decomp;
-  int current_width = s->halo_width;
-  s->decomp = *d;
-  s->halo_width = width;
-  swe_inputs in = {.bed = &s->bed, .friction = s->has_friction ? &s->friction : NULL};
-  for (int k = 0; k < s->nparts && st == TS_OK; k++)
-    if (rebuilt[s->parts[k]->sub])
-      st = swe_part_create(&fresh[k], s, s->parts[k]->sub, s->sub_device[s->parts[k]->sub], &in);
-  s->decomp = current;
-  s->halo_width = current_width;
-  /* Owned cells move from the old owners: state and maxima. */
   ts_halo_plan *plan = NULL;
   if (st == TS_OK) {
-    for (int k = 0; k < s->nparts; k++) {
-      int sub = s->parts[k]->sub;
-      swe_part_to_host(s->parts[k]);
-      swe_part_fields(s->parts[k], 1, &from[SWE_MIGRATED_FIELDS * sub]);
-      swe_part_fields(fresh[k] ? fresh[k] : s->parts[k], 1, &to[SWE_MIGRATED_FIELDS * sub]);
-    }
     ts_halo_field layout[SWE_MIGRATED_FIELDS];
     swe_part_fields(s->parts[0], 1, layout);
     ts_halo_spec spec = {.nsub = nsub,
-                         .sub_rank = s->sub_rank,
-                         .src = old.boxes,
+                         .sub_rank = rank,
+                         .src = src,
                          .dst = dst,
-                         .dst_owned = d->boxes,
-                         .include_self = 1,
                          .nfields = SWE_MIGRATED_FIELDS,
                          .layout = layout};
     st = ts_halo_plan_create(&plan, s->comm, &spec);
@@ -495,37 +517,103 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, int ghost_expansion) {
   if (st == TS_OK)
     st = ts_halo_finish(plan, to);
   ts_halo_plan_destroy(plan);
-  st = ts_comm_agree(s->comm, st);
-  if (st == TS_OK) {
-    for (int k = 0; k < s->nparts; k++) {
-      if (!fresh[k])
+  free(src), free(dst), free(rank), free(from), free(to);
+  return ts_comm_agree(s->comm, st);
+}
+
+ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, const int *devices, int ghost_expansion) {
+  TS_CALL(swe_finish_exchange(s));
+  int stages = s->p.rk_order == 1 ? 1 : 2;
+  int width = SWE_STAGE_REACH * stages * ghost_expansion;
+  ts_decomp old, d; /* target may be the solver's own decomposition */
+  TS_CALL(ts_decomp_copy(&d, target));
+  ts_status st = ts_decomp_copy(&old, &s->decomp);
+  if (st != TS_OK) {
+    ts_decomp_destroy(&d);
+    return st;
+  }
+  int n = old.count, m = d.count, same_count = n == m;
+  per_sub next = {0};
+  int *kept = calloc((size_t)(n + m), sizeof *kept); /* old subdomains, then new ones */
+  swe_part **parts = calloc((size_t)m, sizeof *parts), **old_by_sub = s->by_sub;
+  if (st == TS_OK)
+    st = per_sub_alloc(&next, m);
+  if (st == TS_OK && (!kept || !parts))
+    st = ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  int nparts = 0;
+  for (int sub = 0; sub < m && st == TS_OK; sub++) {
+    next.rank[sub] = ts_decomp_rank(sub, m, s->nranks);
+    next.device[sub] = devices ? devices[sub] : s->sub_device[sub];
+    if (same_count && width == s->halo_width && s->built_tile_size == s->p.tile_size &&
+        next.device[sub] == s->sub_device[sub] && same_box(&d.boxes[sub], &old.boxes[sub]))
+      kept[sub] = kept[n + sub] = 1;
+  }
+  /* New parts on the new boxes (the solver's split is switched while they are built). */
+  ts_decomp current = s->decomp;
+  s->decomp = d;
+  int current_width = s->halo_width;
+  s->halo_width = width;
+  swe_inputs in = {.bed = &s->bed, .friction = s->has_friction ? &s->friction : NULL};
+  for (int sub = 0; sub < m && st == TS_OK; sub++) {
+    if (next.rank[sub] != s->rank)
+      continue;
+    if (kept[sub])
+      parts[nparts] = old_by_sub[sub];
+    else
+      st = swe_part_create(&parts[nparts], s, sub, next.device[sub], &in);
+    next.by_sub[sub] = parts[nparts++];
+  }
+  s->decomp = current;
+  s->halo_width = current_width;
+  if (st == TS_OK && s->balance.fail_move_rank == s->rank)
+    st =
+        ts_error(TS_ERR_NOMEM, "swe: out of memory for a moved subdomain (TESSERA_TEST_FAIL_MOVE)");
+  st = ts_comm_agree(s->comm, st); /* every rank migrates, or none */
+  if (st == TS_OK)
+    st = migrate(s, &old, old_by_sub, &d, &next, kept);
+  if (st == TS_OK) { /* the new parts replace the old ones */
+    for (int k = 0; k < nparts; k++) {
+      swe_part *p = parts[k], *before = same_count ? old_by_sub[p->sub] : NULL;
+      if (kept[p->sub] && same_count)
         continue;
-      swe_part_changed_on_host(fresh[k]);
-      fresh[k]->threads = s->parts[k]->threads;
-      fresh[k]->compute_s = swe_part_compute_seconds(s->parts[k]);
-      swe_part_destroy(s->parts[k]);
-      s->parts[k] = fresh[k];
-      s->by_sub[fresh[k]->sub] = fresh[k];
-      fresh[k] = NULL;
+      swe_part_changed_on_host(p);
+      p->compute_s = before ? swe_part_compute_seconds(before) : 0;
     }
+    drop_halo_plan(s); /* its times, while its subdomains exist */
+    for (int k = 0; k < s->nparts; k++)
+      if (!(same_count && kept[s->parts[k]->sub]))
+        swe_part_destroy(s->parts[k]);
+    if (same_count)
+      memcpy(next.halo_times, s->halo_times, sizeof *next.halo_times * (size_t)m);
+    per_sub_swap(s, &next);
+    free(s->parts);
+    s->parts = parts;
+    s->nparts = nparts;
+    parts = NULL;
     ts_decomp_destroy(&s->decomp);
-    st = ts_decomp_copy(&s->decomp, d);
+    s->decomp = d;
+    d.boxes = NULL;
     s->halo_width = width;
     s->ghost_expansion = ghost_expansion;
-  }
-  if (st == TS_OK)
+    s->built_tile_size = s->p.tile_size;
+    if (!same_count) { /* the weights were of the old subdomains */
+      free(s->weights);
+      s->weights = NULL;
+      s->p.parallel.weights = NULL;
+    }
+    swe_assign_threads(s);
     st = swe_build_halo_plan(s);
+  }
   if (st == TS_OK)
     st = swe_exchange(s);
   s->cycle = 0;
-  for (int k = 0; k < s->nparts && fresh; k++)
-    swe_part_destroy(fresh[k]);
+  for (int k = 0; parts && k < nparts; k++) /* a failure: the new parts go */
+    if (parts[k] && !kept[parts[k]->sub])
+      swe_part_destroy(parts[k]);
+  free(parts);
+  per_sub_free(&next);
+  free(kept);
   ts_decomp_destroy(&old);
-  ts_decomp_destroy(&copy);
-  free(rebuilt);
-  free(dst);
-  free(fresh);
-  free(from);
-  free(to);
+  ts_decomp_destroy(&d);
   return st;
 }

@@ -15,7 +15,9 @@
 enum { PROBE_STEPS = 8 };
 
 static const int early_exit_candidates[] = {1, 0};
+static const int tile_candidates[] = {16, 32, 64};
 static const int ghost_candidates[] = {1, 2, 4};
+static const char *const knob_names[] = {"early_exit", "tile_size", "ghost_expansion"};
 
 static ts_swe_decision *new_decision(ts_swe *s, const char *knob) {
   swe_tune_state *t = &s->tune;
@@ -28,18 +30,26 @@ static ts_swe_decision *new_decision(ts_swe *s, const char *knob) {
   return d;
 }
 
-void swe_tune_rule(ts_swe *s, const char *knob, const char *choice, const char *reason) {
+ts_swe_decision *swe_tune_rule(ts_swe *s, const char *knob, const char *choice,
+                               const char *reason) {
   ts_swe_decision *d = new_decision(s, knob);
-  if (!d)
-    return;
-  snprintf(d->choice, sizeof d->choice, "%s", choice);
-  snprintf(d->reason, sizeof d->reason, "%s", reason);
+  if (d) {
+    snprintf(d->choice, sizeof d->choice, "%s", choice);
+    snprintf(d->reason, sizeof d->reason, "%s", reason);
+  }
+  return d;
 }
 
 /* Sets a measured knob to a candidate value (the same results whatever it is). */
 static ts_status apply(ts_swe *s, swe_knob knob, int value) {
   if (knob == SWE_KNOB_GHOST_EXPANSION)
-    return value == s->ghost_expansion ? TS_OK : swe_rebuild(s, &s->decomp, value);
+    return value == s->ghost_expansion ? TS_OK : swe_rebuild(s, &s->decomp, NULL, value);
+  if (knob == SWE_KNOB_TILE_SIZE) { /* the parts' tile masks are rebuilt */
+    if (value == s->p.tile_size)
+      return TS_OK;
+    s->p.tile_size = value;
+    return swe_rebuild(s, &s->decomp, NULL, s->ghost_expansion);
+  }
   s->early_exit = value;
   for (int k = 0; k < s->nparts; k++)
     s->parts[k]->early_exit = value;
@@ -51,6 +61,8 @@ void swe_tune_init(ts_swe *s) {
   t->nplan = 0;
   if (s->early_exit < 0)
     t->plan[t->nplan++] = SWE_KNOB_EARLY_EXIT;
+  if (t->tile_size_auto)
+    t->plan[t->nplan++] = SWE_KNOB_TILE_SIZE;
   if (s->p.parallel.ghost_expansion == 0 && s->decomp.count > 1)
     t->plan[t->nplan++] = SWE_KNOB_GHOST_EXPANSION;
   t->current = t->nplan > 0 ? 0 : -1;
@@ -70,14 +82,15 @@ void swe_tune_init(ts_swe *s) {
 int swe_tuning(const ts_swe *s) { return s->tune.current >= 0; }
 
 static int candidates_of(swe_knob knob, const int **values) {
-  *values = knob == SWE_KNOB_EARLY_EXIT ? early_exit_candidates : ghost_candidates;
+  *values = knob == SWE_KNOB_EARLY_EXIT  ? early_exit_candidates
+            : knob == SWE_KNOB_TILE_SIZE ? tile_candidates
+                                         : ghost_candidates;
   return knob == SWE_KNOB_EARLY_EXIT ? 2 : 3;
 }
 
 static void log_measured(ts_swe *s, swe_knob knob, const int *values, int n, int best) {
   swe_tune_state *t = &s->tune;
-  ts_swe_decision *d =
-      new_decision(s, knob == SWE_KNOB_EARLY_EXIT ? "early_exit" : "ghost_expansion");
+  ts_swe_decision *d = new_decision(s, knob_names[knob]);
   double sum = 0;
   for (int c = 0; c < n; c++)
     sum += t->seconds[c];
@@ -129,6 +142,10 @@ ts_status swe_tune_step(ts_swe *s, double target, double *dt_taken) {
   TS_CALL(apply(s, knob, values[best]));
   t->candidate = 0;
   t->current = t->current + 1 < t->nplan ? t->current + 1 : -1;
+  if (t->current >= 0 && t->plan[t->current] == SWE_KNOB_TILE_SIZE && !s->early_exit) {
+    swe_tune_rule(s, "tile_size", "32", "early exit is off: no tile is skipped");
+    t->current = t->current + 1 < t->nplan ? t->current + 1 : -1;
+  }
   return TS_OK;
 }
 
