@@ -51,6 +51,7 @@ static void kernels_refresh_velocities(swe_part *s, swe_region r) {
 static void build_bed(swe_part *s, const ts_raster *dem) {
   ts_real *corner = A(s->corner), *bed = A(s->bed);
   int nx = dem->ncols, ny = dem->nrows;
+#pragma omp parallel for schedule(static) num_threads(s->threads)
   for (int j = -SWE_GHOST + 1; j < s->ny + SWE_GHOST; j++) {
     for (int i = -SWE_GHOST + 1; i < s->nx + SWE_GHOST; i++) {
       /* cells around corner (i, j), summed as (sw + ne) + (se + nw): symmetric under transposition
@@ -70,6 +71,7 @@ static void build_bed(swe_part *s, const ts_raster *dem) {
       corner[swe_index(s, i, j)] = n ? (ts_real)(((z[0] + z[1]) + (z[2] + z[3])) / n) : SWE_R(0);
     }
   }
+#pragma omp parallel for schedule(static) num_threads(s->threads)
   for (int j = -SWE_GHOST + 1; j < s->ny + SWE_GHOST - 1; j++) {
     for (int i = -SWE_GHOST + 1; i < s->nx + SWE_GHOST - 1; i++) {
       int64_t c = swe_index(s, i, j);
@@ -87,6 +89,7 @@ static void kernels_init(swe_part *s, const swe_inputs *in) {
   build_bed(s, in->bed);
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
   const ts_raster *h0 = in->h0, *hu0 = in->hu0, *hv0 = in->hv0;
+#pragma omp parallel for schedule(static) num_threads(s->threads)
   for (int j = 0; j < s->ny; j++) {
     for (int i = 0; i < s->nx; i++) {
       int64_t c = swe_index(s, i, j);
@@ -109,6 +112,7 @@ static void kernels_init(swe_part *s, const swe_inputs *in) {
 
 static void kernels_set_surface(swe_part *s, const ts_raster *eta) {
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
+#pragma omp parallel for schedule(static) num_threads(s->threads)
   for (int j = 0; j < s->ny; j++) {
     for (int i = 0; i < s->nx; i++) {
       int64_t c = swe_index(s, i, j);

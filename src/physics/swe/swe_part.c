@@ -2,6 +2,7 @@
  * halo towards other subdomains), built from the global input rasters so that its bed, masks and
  * state equal those of the whole grid, and its fields as the halo engine sees them. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +88,7 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
   double dx = s->grid.dx[0];
   part->grid = ts_grid_2d(part->nx, part->ny, dx, s->grid.origin[0] + lo[0] * dx,
                           s->grid.origin[1] + lo[1] * dx);
-  part->threads = 1;
+  part->threads = omp_get_max_threads(); /* while it is built; then swe_assign_threads */
   part->early_exit = s->early_exit;
   part->bc_cells = s->bc_cells;
   part->t = s->t;
