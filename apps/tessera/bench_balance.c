@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "physics/case.h"
+#include "physics/cli.h"
 #include "tessera/comm.h"
 #include "tessera/io.h"
 
@@ -292,5 +293,5 @@ int bench_balance(int argc, char **argv) {
   if (temp[0] && root && nftw(temp, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
     fprintf(stderr, "tessera: %s: could not remove it\n", temp);
   free(overrides);
-  return st == TS_OK ? 0 : tessera_fail(st);
+  return st == TS_OK ? 0 : ts_cli_fail(st);
 }

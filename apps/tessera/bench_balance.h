@@ -4,12 +4,6 @@
 #ifndef TESSERA_BENCH_BALANCE_H
 #define TESSERA_BENCH_BALANCE_H
 
-#include "tessera/error.h"
-
-/* main.c: prints the error (unless another rank failed and printed it) and gives the exit
- * code. */
-int tessera_fail(ts_status st);
-
 /* argv: the options after "bench balance"; returns the exit status. */
 int bench_balance(int argc, char **argv);
 

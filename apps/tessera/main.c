@@ -12,97 +12,70 @@
 #include <unistd.h>
 
 #include "bench_balance.h"
-#include "bench_lbm.h"
 #include "physics/case.h"
+#include "physics/cli.h"
+#include "physics/model.h"
 #include "tessera/comm.h"
 #include "tessera/gpu.h"
 #include "tessera/io.h"
 #include "tessera/swe.h"
 #include "tessera/transport.h"
 
-static const char usage[] =
-    "usage: tessera run CASE.ini [--set section.key=value ...] [--out DIR] [--restart FILE] "
-    "[--quiet]\n"
-    "       tessera bench swe [--size N] [--precision float|double] [--steps S] [--json FILE]\n"
-    "                         [--subdomains S] [--ranks R] [--decomposition "
-    "auto|rows|columns|tiles]\n"
-    "                         [--ghost-expansion K] [--backend cpu|cuda] [--devices 0,1,cpu]\n"
-    "                         [--transport auto|host|cuda-mpi|nccl] [--gpu-kernels "
-    "auto|tiles|rows]\n"
-    "                         [--balance off|static|dynamic|auto] [--weak|--strong [--mode "
-    "threads|mpi]]\n"
-    "       tessera bench lbm [--lattice D2Q9|D3Q19] [--storage fp32|fp16] [--collision srt|trt]\n"
-    "                         [--size N] [--steps S] [--subdomains S] [--json FILE]\n"
-    "                         [--backend cpu|cuda] [--devices 0,1] [--weak|--strong]\n"
-    "                         [--decomposition PXxPYxPZ]\n"
-    "       tessera bench balance CASE.ini [--set section.key=value ...]\n"
-    "                         [--modes off,static,dynamic,auto] [--out DIR] [--json FILE]\n"
-    "       tessera info [--no-speeds]\n"
-    "       tessera --help | --version\n"
-    "\n"
-    "  run     run a simulation case (INI file; keys in docs/config.md)\n"
-    "            --set section.key=value  override a key of the case file (repeatable)\n"
-    "            --out DIR                output directory (instead of [output] dir)\n"
-    "            --restart FILE           continue from a checkpoint written by the same case\n"
-    "            --quiet                  no progress line\n"
-    "  bench   time the shallow-water solver on a synthetic, fully wet N x N domain, split into\n"
-    "          S subdomains on R MPI ranks (R > 1 starts mpirun itself); prints Mcells/s, the\n"
-    "          time per phase and the hidden fraction of the halo exchange\n"
-    "            --weak | --strong        scaling from one GPU to all of --devices: N x N cells\n"
-    "                                     per GPU, or N x N in all; a table with efficiencies\n"
-    "            --mode threads | mpi     the GPUs in one process, or one MPI rank per GPU\n"
-    "            --transport T            halos between GPU ranks (default auto: NCCL, else\n"
-    "                                     CUDA-aware MPI, else staged through the host)\n"
-    "            --balance B              load balance of the subdomains (default off; static\n"
-    "                                     times the devices during the warm-up and resizes;\n"
-    "                                     --devices 0,cpu adds the host's cores to a GPU)\n"
-    "            --gpu-kernels K          CUDA stage kernels (default auto: rows on large\n"
-    "                                     wet subdomains, else tiles; same results)\n"
-    "          bench lbm: an N^3 (D3Q19) or N^2 (D2Q9) box, periodic along x and y; prints MLUPs\n"
-    "          and the fraction of the memory-bandwidth roofline (2 x Q populations + 1 B per "
-    "cell\n"
-    "          update); --weak | --strong: one GPU (one subdomain) against all of --devices\n"
-    "          (--subdomains), N^3 cells per unit or in all, with the efficiency;\n"
-    "          --decomposition PXxPYxPZ: tiles instead of bands along z\n"
-    "          bench balance: runs the case once per [parallel] balance mode (default all four,\n"
-    "          in this order), into DIR/MODE (default: a temporary directory, removed), with\n"
-    "          formats = vtk and maxima = off unless --set says otherwise; prints the seconds of\n"
-    "          the run and of its time loop, the loop's speed-up over off, and the balancer's\n"
-    "          moves and imbalance (summary.json balance)\n"
-    "  info    version, build features, devices and their speeds on the bench swe basin\n"
-    "          (Mcells/s and share of the work, 1/t over the sum of 1/t; about a second)\n"
-    "            --no-speeds              skip the speed measurement\n"
-    "\n"
-    "Threads: OMP_NUM_THREADS (default: all cores). Several processes: mpirun -np N tessera run\n"
-    "CASE.ini ([parallel] keys in docs/config.md).\n";
-
-int tessera_fail(ts_status st) {
-  const ts_comm *world = ts_comm_world();
-  if (st != TS_ERR_PEER && ts_comm_size(world) > 1)
-    fprintf(stderr, "tessera: rank %d: %s\n", ts_comm_rank(world), ts_error_message());
-  else if (st != TS_ERR_PEER)
-    fprintf(stderr, "tessera: %s\n", ts_error_message());
-  return st == TS_ERR_INPUT ? 2 : 1;
-}
-
-/* The position of v among n names, or -1. */
-static int name_index(const char *v, const char *const *names, int n) {
+/* The usage: the commands, each model's bench (model.h), then what each does. */
+static void print_usage(void) {
+  int n;
+  const ts_model *const *models = ts_models(&n);
+  printf("usage: tessera run CASE.ini [--set section.key=value ...] [--out DIR] [--restart FILE] "
+         "[--quiet]\n");
   for (int k = 0; k < n; k++)
-    if (strcmp(v, names[k]) == 0)
-      return k;
-  return -1;
+    if (models[k]->bench)
+      printf("       tessera bench %-3s %s", models[k]->name, models[k]->bench_usage);
+  fputs("       tessera bench balance CASE.ini [--set section.key=value ...]\n"
+        "                         [--modes off,static,dynamic,auto] [--out DIR] [--json FILE]\n"
+        "       tessera info [--no-speeds]\n"
+        "       tessera --help | --version\n"
+        "\n"
+        "  run     run a simulation case (INI file; keys in docs/config.md)\n"
+        "            --set section.key=value  override a key of the case file (repeatable)\n"
+        "            --out DIR                output directory (instead of [output] dir)\n"
+        "            --restart FILE           continue from a checkpoint written by the same case\n"
+        "            --quiet                  no progress line\n",
+        stdout);
+  for (int k = 0; k < n; k++)
+    if (models[k]->bench)
+      fputs(models[k]->bench_help, stdout);
+  fputs(
+      "  bench balance   runs the case once per [parallel] balance mode (default all four,\n"
+      "          in this order), into DIR/MODE (default: a temporary directory, removed), with\n"
+      "          formats = vtk and maxima = off unless --set says otherwise; prints the seconds "
+      "of\n"
+      "          the run and of its time loop, the loop's speed-up over off, and the balancer's\n"
+      "          moves and imbalance (summary.json balance)\n"
+      "  info    version, build features, devices and their speeds on the bench swe basin\n"
+      "          (Mcells/s and share of the work, 1/t over the sum of 1/t; about a second)\n"
+      "            --no-speeds              skip the speed measurement\n"
+      "\n"
+      "Threads: OMP_NUM_THREADS (default: all cores). Several processes: mpirun -np N tessera run\n"
+      "CASE.ini ([parallel] keys in docs/config.md).\n",
+      stdout);
 }
 
-static int usage_error(const char *msg, const char *arg) {
-  fprintf(stderr, "tessera: %s%s%s (see tessera --help)\n", msg, arg ? ": " : "", arg ? arg : "");
-  return 2;
+/* `tessera bench NAME ...`: the module's benchmark, or bench balance. */
+static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
+  if (argc >= 1 && strcmp(argv[0], "balance") == 0)
+    return bench_balance(argc - 1, argv + 1);
+  const ts_model *model = argc >= 1 ? ts_model_find(argv[0]) : NULL;
+  if (!model || !model->bench)
+    return ts_cli_usage_error("bench needs a model with a benchmark, or balance",
+                              argc ? argv[0] : "(none)");
+  return model->bench(argc - 1, argv + 1, full_argc, full_argv);
 }
 
 static int cmd_run(int argc, char **argv) {
   ts_case_options opt = {.progress = stderr};
   const char **overrides = calloc((size_t)argc, sizeof *overrides);
   if (!overrides)
-    return usage_error("out of memory", NULL);
+    return ts_cli_usage_error("out of memory", NULL);
   int rc = 0;
   for (int i = 0; i < argc && rc == 0; i++) {
     const char *a = argv[i];
@@ -118,518 +91,27 @@ static int cmd_run(int argc, char **argv) {
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
       rc = -1;
     else if (strcmp(a, "--set") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--restart") == 0)
-      rc = usage_error("missing value for option", a);
+      rc = ts_cli_usage_error("missing value for option", a);
     else if (a[0] == '-')
-      rc = usage_error("unknown option", a);
+      rc = ts_cli_usage_error("unknown option", a);
     else if (!opt.case_path)
       opt.case_path = a;
     else
-      rc = usage_error("more than one case file", a);
+      rc = ts_cli_usage_error("more than one case file", a);
   }
   if (rc == -1) {
-    fputs(usage, stdout);
+    print_usage();
     rc = 0;
   } else if (rc == 0 && !opt.case_path) {
-    rc = usage_error("run needs a case file", NULL);
+    rc = ts_cli_usage_error("run needs a case file", NULL);
   } else if (rc == 0) {
     opt.overrides = overrides;
     ts_status st = ts_case_run(&opt);
     if (st != TS_OK)
-      rc = tessera_fail(st);
+      rc = ts_cli_fail(st);
   }
   free(overrides);
   return rc;
-}
-
-/* A fully wet N x N basin of 1 m cells with walls: a flat bed with a gentle 0.2 m bump, water
- * up to 1 m and a column up to 2 m in the centre (Manning 0.03, RK2). */
-static ts_status bench_case(int n, ts_precision precision, const ts_swe_parallel *par,
-                            ts_swe **out) {
-  ts_raster bed, h0;
-  TS_CALL(ts_raster_alloc(&bed, n, n, 0, 0, 1.0, -9999));
-  ts_status st = ts_raster_alloc(&h0, n, n, 0, 0, 1.0, -9999);
-  if (st != TS_OK) {
-    ts_raster_free(&bed);
-    return st;
-  }
-  for (int j = 0; j < n; j++)
-    for (int i = 0; i < n; i++) {
-      double x = (i + 0.5) / n - 0.5, y = (j + 0.5) / n - 0.5;
-      double bump_x = x + 0.25, r2 = x * x + y * y;
-      bed.v[i + (size_t)j * n] = 0.2 * exp(-(bump_x * bump_x + y * y) / 0.01);
-      h0.v[i + (size_t)j * n] = (r2 < 0.01 ? 2.0 : 1.0) - bed.v[i + (size_t)j * n];
-    }
-  ts_swe_params p;
-  ts_swe_params_default(&p);
-  p.precision = precision;
-  p.friction = TS_FRICTION_MANNING;
-  p.friction_value = 0.03;
-  p.parallel = *par;
-  p.early_exit = 0; /* every tile is wet */
-  st = ts_swe_create(out, &p, &bed, &h0, NULL, NULL, NULL);
-  ts_raster_free(&bed);
-  ts_raster_free(&h0);
-  return st;
-}
-
-/* One timed bench run: Mcells/s and the subdomains' phase times summed over subdomains. */
-typedef struct bench_result {
-  long steps;
-  double wall, mcells, compute, pack, wait, unpack;
-} bench_result;
-
-static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel *par, long steps,
-                           bench_result *r, double *bytes) {
-  ts_swe *s;
-  TS_CALL(bench_case(n, precision, par, &s));
-  double dt;
-  ts_status st = TS_OK;
-  /* warm-up: two steps, or until static balance has timed the devices and moved (a few more) */
-  ts_swe_balance b = {.mode = TS_BALANCE_STATIC};
-  for (int w = 0;
-       st == TS_OK && (w < 2 || (b.mode == TS_BALANCE_STATIC && !b.rebalances)) && w < 20; w++) {
-    st = ts_swe_step(s, 1e9, &dt);
-    ts_swe_balance_get(s, &b);
-  }
-  int nsub = ts_swe_decomp(s)->count;
-  ts_swe_sub_stats *before = calloc((size_t)nsub, sizeof *before);
-  ts_swe_sub_stats *after = calloc((size_t)nsub, sizeof *after);
-  if (!before || !after)
-    st = ts_error(TS_ERR_NOMEM, "out of memory");
-  if (st == TS_OK)
-    st = ts_swe_stats(s, before);
-  double t0 = omp_get_wtime(), elapsed = 0;
-  long done = 0;
-  while (st == TS_OK && (steps ? done < steps : (elapsed < 3.0 || done < 10))) {
-    /* runs of steps, as a case takes them (on the device alone where it can) */
-    ts_swe_run run;
-    long most = steps ? steps - done : 10;
-    double target = ts_swe_time(s) + 1e9;
-    st = ts_swe_advance(s, target, target,
-                        most < TS_SWE_ADVANCE_MAX ? (int)most : TS_SWE_ADVANCE_MAX, &run);
-    done += run.taken;
-    double e = omp_get_wtime() - t0;
-    ts_comm_max(ts_comm_world(), &e, 1); /* every rank stops after the same step */
-    elapsed = e;
-  }
-  if (st == TS_OK)
-    st = ts_swe_stats(s, after);
-  if (st == TS_OK) {
-    *r = (bench_result){
-        .steps = done, .wall = elapsed, .mcells = (double)n * n * done / elapsed / 1e6};
-    for (int k = 0; k < nsub; k++) {
-      r->compute += (after[k].compute - before[k].compute) / nsub;
-      r->pack += (after[k].pack - before[k].pack) / nsub;
-      r->wait += (after[k].wait - before[k].wait) / nsub;
-      r->unpack += (after[k].unpack - before[k].unpack) / nsub;
-    }
-    *bytes = ts_swe_bytes_per_cell_step(s);
-  }
-  free(before);
-  free(after);
-  ts_swe_destroy(s);
-  return st;
-}
-
-/* Runs this command again under mpirun with R processes (bench --ranks R from a plain shell). */
-static int relaunch_under_mpirun(int ranks, int argc, char **argv, const char *extra_flag,
-                                 const char *extra_value) {
-  char **args = calloc((size_t)argc + 12, sizeof *args);
-  char np[16], self[4096];
-  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (!args || len <= 0) {
-    free(args);
-    fprintf(stderr, "tessera: cannot find its own executable to start mpirun\n");
-    return 1;
-  }
-  self[len] = 0;
-  snprintf(np, sizeof np, "%d", ranks);
-  int k = 0;
-  args[k++] = "mpirun";
-  args[k++] = "--oversubscribe";
-  args[k++] = "-np";
-  args[k++] = np;
-  args[k++] = self;
-  for (int i = 1; i < argc; i++)
-    args[k++] = argv[i];
-  if (extra_flag) {
-    args[k++] = (char *)extra_flag;
-    args[k++] = (char *)extra_value;
-  }
-  fflush(stdout);
-  execvp("mpirun", args);
-  fprintf(stderr, "tessera: --ranks %d needs mpirun on the PATH\n", ranks);
-  free(args);
-  return 1;
-}
-
-/* Opens a benchmark's JSON file (written to a temporary name, renamed when complete) and
- * starts its object with the model; NULL, with the error printed, when it cannot be written. */
-static FILE *bench_json_open(const char *path, char *tmp, size_t tmp_size, ts_json *j) {
-  FILE *f = ts_open_temp(path, tmp, tmp_size);
-  if (!f) {
-    fprintf(stderr, "tessera: %s: cannot write\n", path);
-    return NULL;
-  }
-  ts_json_begin(j, f);
-  ts_json_key(j, "model"), ts_json_string(j, "swe");
-  return f;
-}
-
-/* --weak / --strong: one GPU against all of --devices. */
-typedef enum { SCALING_NONE, SCALING_WEAK, SCALING_STRONG } scaling_kind;
-typedef struct scaling {
-  scaling_kind kind;
-  int mpi;         /* one rank per GPU (else one process) */
-  double baseline; /* one GPU's Mcells/s, measured by the process that started mpirun */
-} scaling;
-
-/* One GPU, then every GPU of --devices (weak: N x N cells per GPU, i.e. a square of
- * N sqrt(G) cells on a side; strong: N x N in all), in one process or one rank per GPU. With
- * --mode mpi the launching process measures the one-GPU run, then starts mpirun with one rank
- * per GPU and hands it that rate. Prints a table; --json writes the multi-GPU run and the
- * efficiency. */
-static int bench_scaling(const scaling *sc, int n, ts_precision precision,
-                         const ts_swe_parallel *par, long steps, const char *json, int full_argc,
-                         char **full_argv) {
-  if (par->backend != TS_BACKEND_CUDA || par->ndevices < 2)
-    return usage_error("--weak and --strong need --backend cuda and --devices with 2 or more GPUs",
-                       NULL);
-  const ts_comm *world = ts_comm_world();
-  int nranks = ts_comm_size(world), gpus = par->ndevices;
-  if (sc->mpi && nranks > 1 && nranks != gpus)
-    return usage_error("--mode mpi runs one rank per GPU of --devices", NULL);
-  int n_all = sc->kind == SCALING_WEAK ? (int)lround(n * sqrt((double)gpus)) : n;
-  double bytes = 0, base = sc->baseline;
-  ts_status st = TS_OK;
-  if (!(base > 0)) {
-    if (nranks > 1)
-      return usage_error("--mode mpi is started from a plain shell (it runs mpirun itself)", NULL);
-    ts_swe_parallel one = *par;
-    one.ndevices = 1;
-    one.subdomains = 1;
-    bench_result r1;
-    st = bench_run(n, precision, &one, steps, &r1, &bytes);
-    if (st != TS_OK)
-      return tessera_fail(st);
-    base = r1.mcells;
-    if (sc->mpi) {
-      char rate[64];
-      snprintf(rate, sizeof rate, "%.6f", base);
-      printf("one GPU (device %d): %.2f Gcells/s; starting %d ranks\n", par->devices[0], base / 1e3,
-             gpus);
-      return relaunch_under_mpirun(gpus, full_argc, full_argv, "--baseline-mcells", rate);
-    }
-  }
-  ts_swe_parallel all = *par;
-  all.subdomains = gpus;
-  bench_result on, off;
-  st = bench_run(n_all, precision, &all, steps, &on, &bytes);
-  if (st == TS_OK) {
-    ts_swe_parallel blocking = all;
-    blocking.overlap = 0;
-    st = bench_run(n_all, precision, &blocking, steps, &off, &bytes);
-  }
-  if (st != TS_OK)
-    return tessera_fail(st);
-  double exchange = on.pack + off.wait + on.unpack;
-  double hidden = exchange > 0 ? fmax(0, 1 - on.wait / exchange) : 0;
-  /* weak: throughput per GPU against one GPU's; strong: speed-up over the GPU count */
-  double efficiency = on.mcells / (gpus * base);
-  if (ts_comm_rank(world) != 0)
-    return 0;
-  printf("tessera bench swe --%s (%s): %s, decomposition %s, ghost expansion %d\n",
-         sc->kind == SCALING_WEAK ? "weak" : "strong", sc->mpi ? "one rank per GPU" : "one process",
-         ts_precision_name(precision), ts_decomp_kind_name(par->decomposition),
-         par->ghost_expansion);
-  printf("%5s %14s %10s %10s %11s %8s %10s\n", "GPUs", "cells", "Gcells/s", "per GPU", "efficiency",
-         "hidden", "no overlap");
-  printf("%5d %14.0f %10.2f %10.2f %10.1f%% %8s %10s\n", 1, (double)n * n, base / 1e3, base / 1e3,
-         100.0, "-", "-");
-  printf("%5d %14.0f %10.2f %10.2f %10.1f%% %8.2f %10.2f\n", gpus, (double)n_all * n_all,
-         on.mcells / 1e3, on.mcells / 1e3 / gpus, 100 * efficiency, hidden, off.mcells / 1e3);
-  if (json) {
-    char tmp[4200];
-    ts_json j;
-    FILE *f = bench_json_open(json, tmp, sizeof tmp, &j);
-    if (!f)
-      return 1;
-    ts_json_key(&j, "scaling"), ts_json_string(&j, sc->kind == SCALING_WEAK ? "weak" : "strong");
-    ts_json_key(&j, "mode"), ts_json_string(&j, sc->mpi ? "mpi" : "threads");
-    ts_json_key(&j, "gpus"), ts_json_int(&j, gpus);
-    ts_json_key(&j, "size_one_gpu"), ts_json_int(&j, n);
-    ts_json_key(&j, "size_all_gpus"), ts_json_int(&j, n_all);
-    ts_json_key(&j, "precision"), ts_json_string(&j, ts_precision_name(precision));
-    ts_json_key(&j, "one_gpu_mcells_per_s"), ts_json_number(&j, base);
-    ts_json_key(&j, "mcells_per_s"), ts_json_number(&j, on.mcells);
-    ts_json_key(&j, "efficiency"), ts_json_number(&j, efficiency);
-    ts_json_key(&j, "hidden_fraction"), ts_json_number(&j, hidden);
-    ts_json_key(&j, "no_overlap_mcells_per_s"), ts_json_number(&j, off.mcells);
-    ts_json_end(&j);
-    ts_status st_json = ts_commit_temp(f, tmp, json);
-    if (st_json != TS_OK)
-      return tessera_fail(st_json);
-  }
-  return 0;
-}
-
-static int cmd_bench(int argc, char **argv, int full_argc, char **full_argv) {
-  if (argc >= 1 && strcmp(argv[0], "lbm") == 0)
-    return bench_lbm(argc - 1, argv + 1);
-  if (argc >= 1 && strcmp(argv[0], "balance") == 0)
-    return bench_balance(argc - 1, argv + 1);
-  if (argc < 1 || strcmp(argv[0], "swe") != 0)
-    return usage_error("bench needs a model (swe or lbm) or balance", argc ? argv[0] : "(none)");
-  long n = 1024, steps = 0, ranks = 0;
-  ts_precision precision = TS_FLOAT;
-  const char *json = NULL;
-  ts_swe_parallel par = {.ghost_expansion = 1, .overlap = 1, .balance = TS_BALANCE_OFF};
-  scaling sc = {0};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--weak") == 0 || strcmp(a, "--strong") == 0) {
-      sc.kind = a[2] == 'w' ? SCALING_WEAK : SCALING_STRONG;
-      continue;
-    }
-    if (i + 1 >= argc)
-      return usage_error("missing value for option", a);
-    const char *v = argv[++i];
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (strcmp(a, "--size") == 0) {
-      n = x;
-      if (*end || n < 8 || n > 65536)
-        return usage_error("--size must be an integer in [8, 65536]", v);
-    } else if (strcmp(a, "--steps") == 0) {
-      steps = x;
-      if (*end || steps < 1)
-        return usage_error("--steps must be a positive integer", v);
-    } else if (strcmp(a, "--subdomains") == 0) {
-      if (*end || x < 1 || x > 32767)
-        return usage_error("--subdomains must be an integer in [1, 32767]", v);
-      par.subdomains = (int)x;
-    } else if (strcmp(a, "--ranks") == 0) {
-      if (*end || x < 1 || x > 4096)
-        return usage_error("--ranks must be an integer in [1, 4096]", v);
-      ranks = x;
-    } else if (strcmp(a, "--ghost-expansion") == 0) {
-      if (*end || x < 1 || x > 8)
-        return usage_error("--ghost-expansion must be an integer in [1, 8]", v);
-      par.ghost_expansion = (int)x;
-    } else if (strcmp(a, "--decomposition") == 0) {
-      const char *kinds[] = {"auto", "rows", "columns", "tiles"};
-      int found = name_index(v, kinds, 4);
-      if (found < 0)
-        return usage_error("--decomposition must be auto, rows, columns or tiles", v);
-      par.decomposition = (ts_decomp_kind)found;
-    } else if (strcmp(a, "--devices") == 0) {
-      const char *q = v;
-      par.ndevices = 0;
-      while (*q && par.ndevices < TS_MAX_DEVICES) {
-        long d = strtol(q, &end, 10);
-        if (strncmp(q, "cpu", 3) == 0)
-          d = -1, end = (char *)q + 3; /* the host's cores beside the GPUs */
-        else if (end == q || d < 0)
-          return usage_error("--devices must be a list of GPU numbers and cpu such as 0,1,cpu", v);
-        par.devices[par.ndevices++] = (int)d;
-        q = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
-          return usage_error("--devices must be a list of GPU numbers and cpu such as 0,1,cpu", v);
-      }
-    } else if (strcmp(a, "--backend") == 0) {
-      if (strcmp(v, "cpu") && strcmp(v, "cuda"))
-        return usage_error("--backend must be cpu or cuda", v);
-      par.backend = strcmp(v, "cuda") == 0 ? TS_BACKEND_CUDA : TS_BACKEND_CPU;
-    } else if (strcmp(a, "--precision") == 0) {
-      if (strcmp(v, "float") && strcmp(v, "double"))
-        return usage_error("--precision must be float or double", v);
-      precision = strcmp(v, "double") == 0 ? TS_DOUBLE : TS_FLOAT;
-    } else if (strcmp(a, "--json") == 0) {
-      json = v;
-    } else if (strcmp(a, "--transport") == 0) {
-      if (!ts_transport_parse(v, &par.transport))
-        return usage_error("--transport must be auto, host, cuda-mpi or nccl", v);
-    } else if (strcmp(a, "--balance") == 0) {
-      const char *modes[] = {"auto", "off", "static", "dynamic"};
-      int found = name_index(v, modes, 4);
-      if (found < 0)
-        return usage_error("--balance must be off, static, dynamic or auto", v);
-      par.balance = (ts_balance_mode)found;
-    } else if (strcmp(a, "--gpu-kernels") == 0) {
-      const char *kinds[] = {"auto", "tiles", "rows"};
-      int found = name_index(v, kinds, 3);
-      if (found < 0)
-        return usage_error("--gpu-kernels must be auto, tiles or rows", v);
-      par.kernels = (ts_swe_gpu_kernels)found;
-    } else if (strcmp(a, "--mode") == 0) {
-      if (strcmp(v, "threads") && strcmp(v, "mpi"))
-        return usage_error("--mode must be threads or mpi", v);
-      sc.mpi = strcmp(v, "mpi") == 0;
-    } else if (strcmp(a, "--baseline-mcells") == 0) { /* given by the launching process */
-      sc.baseline = strtod(v, &end);
-      if (*end || !(sc.baseline > 0))
-        return usage_error("--baseline-mcells must be a positive number", v);
-    } else {
-      return usage_error("unknown option", a);
-    }
-  }
-  const ts_comm *world = ts_comm_world();
-  int nranks = ts_comm_size(world), root = ts_comm_rank(world) == 0;
-  if (sc.kind)
-    return bench_scaling(&sc, (int)n, precision, &par, steps, json, full_argc, full_argv);
-  if (ranks > 1 && nranks == 1)
-    return relaunch_under_mpirun((int)ranks, full_argc, full_argv, NULL, NULL);
-  if (ranks && ranks != nranks)
-    return usage_error("--ranks differs from the number of MPI processes", NULL);
-  /* With several ranks: once with the exchange overlapped (the result) and once without, whose
-   * wait is the whole transfer, for the hidden fraction (in-process copies hide nothing). */
-  int several = nranks > 1;
-  bench_result on = {0}, off = {0};
-  double bytes = 0;
-  ts_status st = bench_run((int)n, precision, &par, steps, &on, &bytes);
-  if (st == TS_OK && several) {
-    ts_swe_parallel blocking = par;
-    blocking.overlap = 0;
-    st = bench_run((int)n, precision, &blocking, steps, &off, &bytes);
-  }
-  if (st != TS_OK)
-    return tessera_fail(st);
-  int nsub = par.subdomains ? par.subdomains : nranks;
-  /* The roofline: the device's measured copy bandwidth (1 GiB copied; bytes read + written). */
-  double copy_gbs = par.backend == TS_BACKEND_CUDA ? ts_gpu_copy_bandwidth(0, 1073741824.0) : 0;
-  /* Hidden fraction: 1 - wait / (pack + transfer + unpack), the transfer being the wait of the
-   * run without overlap. */
-  double exchange = on.pack + off.wait + on.unpack;
-  double hidden = several && exchange > 0 ? 1 - on.wait / exchange : 0;
-  if (hidden < 0)
-    hidden = 0;
-  if (!root)
-    return 0;
-  double cells = (double)n * n;
-  printf("tessera bench swe: %ld x %ld cells, %s, RK2, %d subdomains (%s), %d ranks x %d "
-         "threads, ghost expansion %d, backend %s\n",
-         n, n, ts_precision_name(precision), nsub, ts_decomp_kind_name(par.decomposition), nranks,
-         omp_get_max_threads(), par.ghost_expansion,
-         par.backend == TS_BACKEND_CUDA ? "cuda" : "cpu");
-  printf("%8s %10s %10s %10s %10s %10s %10s %8s %8s\n", "steps", "wall_s", "Mcells/s", "GB/s",
-         "compute_s", "pack_s", "wait_s", "unpack_s", "hidden");
-  char hidden_text[16] = "-";
-  if (several)
-    snprintf(hidden_text, sizeof hidden_text, "%.2f", hidden);
-  printf("%8ld %10.3f %10.2f %10.2f %10.3f %10.4f %10.4f %8.4f %8s\n", on.steps, on.wall, on.mcells,
-         on.mcells * 1e6 * bytes / 1e9, on.compute, on.pack, on.wait, on.unpack, hidden_text);
-  if (several)
-    printf("without overlap: %.2f Mcells/s, wait %.4f s per subdomain\n", off.mcells, off.wait);
-  if (copy_gbs > 0) {
-    ts_gpu_info g;
-    ts_gpu_info_of(0, &g);
-    printf("GPU 0: %s; copy bandwidth %.0f GB/s; %.2f Gcells/s x %.0f B = %.0f GB/s = %.1f %% "
-           "of it\n",
-           g.name, copy_gbs, on.mcells / 1e3, bytes, on.mcells * 1e6 * bytes / 1e9,
-           100 * on.mcells * 1e6 * bytes / 1e9 / copy_gbs);
-  }
-  if (json) {
-    char tmp[4200];
-    ts_json j;
-    FILE *f = bench_json_open(json, tmp, sizeof tmp, &j);
-    if (!f)
-      return 1;
-    ts_json_key(&j, "backend");
-    ts_json_string(&j, par.backend == TS_BACKEND_CUDA ? "cuda" : "cpu");
-    ts_json_key(&j, "copy_gb_per_s"), ts_json_number(&j, copy_gbs);
-    ts_json_key(&j, "version"), ts_json_string(&j, TESSERA_VERSION);
-    ts_json_key(&j, "size"), ts_json_int(&j, n);
-    ts_json_key(&j, "cells"), ts_json_number(&j, cells);
-    ts_json_key(&j, "precision"), ts_json_string(&j, ts_precision_name(precision));
-    ts_json_key(&j, "threads"), ts_json_int(&j, omp_get_max_threads());
-    ts_json_key(&j, "ranks"), ts_json_int(&j, nranks);
-    ts_json_key(&j, "subdomains"), ts_json_int(&j, nsub);
-    ts_json_key(&j, "decomposition"), ts_json_string(&j, ts_decomp_kind_name(par.decomposition));
-    ts_json_key(&j, "ghost_expansion"), ts_json_int(&j, par.ghost_expansion);
-    ts_json_key(&j, "steps"), ts_json_int(&j, on.steps);
-    ts_json_key(&j, "wall_s"), ts_json_number(&j, on.wall);
-    ts_json_key(&j, "mcells_per_s"), ts_json_number(&j, on.mcells);
-    ts_json_key(&j, "bytes_per_cell_step"), ts_json_number(&j, bytes);
-    ts_json_key(&j, "gb_per_s"), ts_json_number(&j, on.mcells * 1e6 * bytes / 1e9);
-    ts_json_key(&j, "compute_s"), ts_json_number(&j, on.compute);
-    ts_json_key(&j, "pack_s"), ts_json_number(&j, on.pack);
-    ts_json_key(&j, "wait_s"), ts_json_number(&j, on.wait);
-    ts_json_key(&j, "unpack_s"), ts_json_number(&j, on.unpack);
-    ts_json_key(&j, "hidden_fraction");
-    if (several)
-      ts_json_number(&j, hidden);
-    else
-      ts_json_null(&j);
-    ts_json_end(&j);
-    ts_status st_json = ts_commit_temp(f, tmp, json);
-    if (st_json != TS_OK)
-      return tessera_fail(st_json);
-  }
-  return 0;
-}
-
-/* `tessera info` speeds: the bench swe basin in float on each device, timed over a few steps
- * after two warm-up steps. The CPU (all OpenMP threads) takes 512 x 512 cells (about half a
- * second on 2 cores), a GPU 2048 x 2048 (a smaller grid leaves it mostly idle), so the share of
- * device i is W_i = (1/t_i) / sum_j (1/t_j) with t_i its seconds per cell and step: its Mcells/s
- * over their sum. */
-typedef struct speed_probe {
-  int size;   /* cells on a side */
-  long steps; /* timed steps */
-} speed_probe;
-static const speed_probe cpu_probe = {512, 8}, gpu_probe = {2048, 20};
-
-static void print_speeds(int gpus) {
-  if (ts_comm_size(ts_comm_world()) > 1) {
-    printf("speeds:      not measured with several MPI ranks (run tessera info alone)\n");
-    return;
-  }
-  printf("speeds:      the bench swe basin, float, 2 warm-up steps; share: 1/t over the sum of "
-         "1/t, t = seconds per cell-step\n");
-  fflush(stdout);
-  /* device 0 is the CPU, device 1 + d GPU d */
-  double *mcells = calloc((size_t)gpus + 1, sizeof *mcells);
-  char(*errors)[200] = calloc((size_t)gpus + 1, sizeof *errors);
-  if (!mcells || !errors) {
-    printf("  not measured: out of memory\n");
-    free(mcells);
-    free(errors);
-    return;
-  }
-  double sum = 0;
-  for (int dev = 0; dev <= gpus; dev++) {
-    ts_swe_parallel par = {.ghost_expansion = 1, .overlap = 1};
-    if (dev > 0) {
-      par.backend = TS_BACKEND_CUDA;
-      par.ndevices = 1;
-      par.devices[0] = dev - 1;
-      par.subdomains = 1;
-    }
-    const speed_probe *probe = dev == 0 ? &cpu_probe : &gpu_probe;
-    bench_result r;
-    double bytes;
-    ts_status st = bench_run(probe->size, TS_FLOAT, &par, probe->steps, &r, &bytes);
-    if (st == TS_OK)
-      sum += mcells[dev] = r.mcells;
-    else
-      snprintf(errors[dev], sizeof errors[dev], "%s", ts_error_message());
-  }
-  for (int dev = 0; dev <= gpus; dev++) {
-    char label[24] = "cpu:";
-    if (dev > 0)
-      snprintf(label, sizeof label, "GPU %d:", dev - 1);
-    const speed_probe *probe = dev == 0 ? &cpu_probe : &gpu_probe;
-    char threads[32] = "";
-    if (dev == 0)
-      snprintf(threads, sizeof threads, " (%d threads)", omp_get_max_threads());
-    if (mcells[dev] > 0)
-      printf("  %-10s %d x %d, %ld steps, %.2f Mcells/s, share %.3f%s\n", label, probe->size,
-             probe->size, probe->steps, mcells[dev], mcells[dev] / sum, threads);
-    else
-      printf("  %-10s not measured: %s\n", label, errors[dev]);
-  }
-  free(mcells);
-  free(errors);
 }
 
 static int cmd_info(int argc, char **argv) {
@@ -638,11 +120,14 @@ static int cmd_info(int argc, char **argv) {
     if (strcmp(argv[i], "--no-speeds") == 0)
       speeds = 0;
     else
-      return usage_error("unknown option", argv[i]);
+      return ts_cli_usage_error("unknown option", argv[i]);
   }
   printf("tessera %s\n", TESSERA_VERSION);
-  printf(
-      "models:      swe (shallow water, Kurganov-Petrova), lbm (lattice Boltzmann D2Q9/D3Q19)\n");
+  int nmodels;
+  const ts_model *const *models = ts_models(&nmodels);
+  printf("models:     ");
+  for (int k = 0; k < nmodels; k++)
+    printf(" %s (%s)%s", models[k]->name, models[k]->description, k + 1 < nmodels ? "," : "\n");
   printf("backends:    cpu (OpenMP, %d threads available)%s\n", omp_get_max_threads(),
          TESSERA_HAVE_CUDA ? ", cuda" : "");
   printf("precisions:  float, double\n");
@@ -674,17 +159,18 @@ static int cmd_info(int argc, char **argv) {
          ts_transport_available(TS_TRANSPORT_NCCL) ? "yes" : "no (not built in)",
          ts_transport_available(TS_TRANSPORT_CUDA_MPI) ? "yes" : "no (MPI is not CUDA-aware)",
          ts_transport_available(TS_TRANSPORT_HOST) ? "yes" : "no");
-  if (speeds)
-    print_speeds(gpus);
+  for (int k = 0; k < nmodels; k++)
+    if (models[k]->info)
+      models[k]->info(speeds);
   return 0;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2)
-    return usage_error("no command", NULL);
+    return ts_cli_usage_error("no command", NULL);
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-    fputs(usage, stdout);
+    print_usage();
     return 0;
   }
   if (strcmp(cmd, "--version") == 0) {
@@ -693,9 +179,9 @@ int main(int argc, char **argv) {
   }
   int rc;
   if (strcmp(cmd, "run") != 0 && strcmp(cmd, "bench") != 0 && strcmp(cmd, "info") != 0)
-    return usage_error("unknown command", cmd);
+    return ts_cli_usage_error("unknown command", cmd);
   if (ts_comm_init(&argc, &argv) != TS_OK)
-    return tessera_fail(TS_ERR_INPUT);
+    return ts_cli_fail(TS_ERR_INPUT);
   if (strcmp(cmd, "run") == 0)
     rc = cmd_run(argc - 2, argv + 2);
   else if (strcmp(cmd, "bench") == 0)

@@ -55,7 +55,11 @@ ts_status ts_config_error(const ts_config *c, const char *section, const char *k
 typedef struct ts_config_key {
   const char *section, *key, *unit, *def, *doc;
 } ts_config_key;
+/* Every case-file key Tessera knows: the keys every model shares, then each physics module's
+ * (src/physics/model.c assembles them from the table of modules). */
 const ts_config_key *ts_config_schema(int *n);
+/* The keys every model shares: [model], [time], [output], [parallel]. */
+const ts_config_key *ts_config_core_schema(int *n);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,12 @@
-/* The schema: every case-file key Tessera knows, with its unit, default and meaning. The loader
- * rejects keys that are not here; docs/config.md documents the same table. */
+/* The core of the schema: the case-file keys every model shares ([model], [time], [output],
+ * [parallel]), with unit, default and meaning. Each physics module adds its own sections (its
+ * entry in the table of modules, physics/model.h); the loader rejects keys in neither, and
+ * docs/config.md documents them all. */
 #include "tessera/config.h"
 
 static const ts_config_key schema[] = {
     {"model", "type", "", "(required)",
-     "the model to run: swe (shallow water) or lbm (lattice Boltzmann)"},
+     "the model to run: one of the physics modules (tessera info lists them)"},
     {"time", "end", "s", "(required for swe)", "simulated time at which the run stops"},
     {"time", "cfl", "", "0.25", "Courant number, in (0, 0.5]"},
     {"time", "integrator", "", "rk2", "rk2 (second-order SSP Runge-Kutta) or euler"},
@@ -14,103 +16,6 @@ static const ts_config_key schema[] = {
      "lbm: stop when no cell's velocity changed by more than this (in units of lid_velocity) "
      "over check_interval steps (0: off)"},
     {"time", "check_interval", "steps", "1000", "lbm: steps between steady-state checks"},
-    {"lbm", "lattice", "", "D2Q9", "D2Q9 or D3Q19"},
-    {"lbm", "collision", "", "srt", "srt (BGK) or trt (two relaxation times)"},
-    {"lbm", "storage", "", "fp32", "population storage: fp32 or fp16"},
-    {"lbm", "nx", "cells", "64", "cells along x; the unit of length L of the case is nx cells"},
-    {"lbm", "ny", "cells", "nx", "cells along y"},
-    {"lbm", "nz", "cells", "nx (D3Q19), 1 (D2Q9)", "cells along z"},
-    {"lbm", "lid_velocity", "lattice", "0.1",
-     "velocity scale U: the speed of lids and inlets, and of Re and Mach (at most 0.29)"},
-    {"lbm", "reynolds", "", "(one of four)", "Reynolds number U L / nu, which sets the viscosity"},
-    {"lbm", "viscosity", "lattice", "(one of four)", "kinematic viscosity in lattice units"},
-    {"lbm", "tau", "", "(one of four)", "relaxation time, > 1/2"},
-    {"lbm", "physical_length", "m", "(one of four, with the next two)",
-     "physical size of L (nx cells): with physical_velocity and physical_viscosity sets Re"},
-    {"lbm", "physical_velocity", "m/s", "(with physical_length)", "physical speed of U"},
-    {"lbm", "physical_viscosity", "m2/s", "(with physical_length)", "physical viscosity"},
-    {"lbm", "west", "", "wall", "face x = 0: wall, lid, periodic, inlet or outlet"},
-    {"lbm", "east", "", "wall", "face x = L: wall, lid, periodic, inlet or outlet"},
-    {"lbm", "south", "", "wall", "face y = 0: wall, lid, periodic, inlet or outlet"},
-    {"lbm", "north", "", "wall", "face y = ny: wall, lid, periodic, inlet or outlet"},
-    {"lbm", "bottom", "", "wall", "D3Q19, face z = 0: wall, lid, periodic, inlet or outlet"},
-    {"lbm", "top", "", "wall", "D3Q19, face z = nz: wall, lid, periodic, inlet or outlet"},
-    {"lbm", "west_velocity", "lattice", "U tangential (lid), U inwards (inlet)",
-     "velocity of a lid or inlet face: ux,uy[,uz]"},
-    {"lbm", "east_velocity", "lattice", "as west_velocity", "velocity of a lid or inlet face"},
-    {"lbm", "south_velocity", "lattice", "as west_velocity", "velocity of a lid or inlet face"},
-    {"lbm", "north_velocity", "lattice", "as west_velocity", "velocity of a lid or inlet face"},
-    {"lbm", "bottom_velocity", "lattice", "as west_velocity", "velocity of a lid or inlet face"},
-    {"lbm", "top_velocity", "lattice", "as west_velocity", "velocity of a lid or inlet face"},
-    {"lbm", "west_density", "", "1", "density of an outlet face"},
-    {"lbm", "east_density", "", "1", "density of an outlet face"},
-    {"lbm", "south_density", "", "1", "density of an outlet face"},
-    {"lbm", "north_density", "", "1", "density of an outlet face"},
-    {"lbm", "bottom_density", "", "1", "density of an outlet face"},
-    {"lbm", "top_density", "", "1", "density of an outlet face"},
-    {"lbm", "force", "lattice", "0", "body force density fx,fy[,fz] (Guo forcing)"},
-    {"lbm", "smagorinsky", "", "0", "Smagorinsky constant C_s of the subgrid model (0: off)"},
-    {"lbm", "magic", "", "0.1875", "TRT magic parameter Lambda"},
-    {"lbm", "boxes", "L", "(none)", "solid boxes x0,y0[,z0],x1,y1[,z1]; ... (units of L)"},
-    {"lbm", "spheres", "L", "(none)", "solid spheres (circles) cx,cy[,cz],r; ... (units of L)"},
-    {"lbm", "mask", "", "(none)", "solid cells from a file of nx*ny*nz bytes (x fastest)"},
-    {"swe", "bed", "", "(required)",
-     "bed elevation grid (m): ESRI ASCII (.asc, .asc.gz), GeoTIFF, NetCDF or any raster GDAL "
-     "reads; NODATA cells are walls"},
-    {"swe", "crs", "", "the bed's",
-     "coordinate reference system of the case (EPSG:2154, WKT or PROJ string) when the bed has "
-     "none; must agree with the bed's"},
-    {"swe", "initial_surface", "", "(none)",
-     "initial water-surface elevation grid (m); NODATA or below the bed: dry"},
-    {"swe", "initial_depth", "", "(none)",
-     "initial water depth grid (m), instead of initial_surface; >= 0, no NODATA"},
-    {"swe", "initial_hu", "", "0", "initial unit discharge along x grid (m2/s); NODATA: 0"},
-    {"swe", "initial_hv", "", "0", "initial unit discharge along y grid (m2/s); NODATA: 0"},
-    {"swe", "manning", "s/m^(1/3)", "0", "Manning n: a number or a grid file"},
-    {"swe", "chezy", "m^(1/2)/s", "(none)",
-     "Chezy C: a number or a grid file (instead of manning)"},
-    {"swe", "gravity", "m/s2", "9.81", "gravitational acceleration"},
-    {"swe", "precision", "", "float", "float or double"},
-    {"swe", "theta", "", "1.3", "generalised minmod limiter parameter, in [1, 2]"},
-    {"swe", "dry_depth", "m", "1e-4", "depth at or below which a cell counts as dry"},
-    {"swe", "arrival_depth", "m", "0.01", "depth that defines the first arrival time"},
-    {"swe", "tile_size", "cells", "32",
-     "edge of the tiles of the activity mask (early exit), or auto (16, 32 and 64 timed on the "
-     "first steps, the fastest kept)"},
-    {"rain", "rate", "mm/h", "(none)",
-     "rain on every active cell: a number; a CSV file (.csv, .txt) of rows t,mm_per_h, each rate "
-     "holding until the next row's time (piecewise constant); or a raster stack (GeoTIFF bands, "
-     "NetCDF time steps, one grid) of mm/h per cell, NODATA: no rain"},
-    {"rain", "start", "s", "0", "time at which the rain (its first row or frame) begins"},
-    {"rain", "end", "s", "(none)",
-     "time at which the rain stops (a CSV's last rate and a single grid last until then)"},
-    {"rain", "interval", "s", "(none)",
-     "time between the frames of a raster stack whose file gives no frame times"},
-    {"rain", "loss_initial", "mm", "0",
-     "initial loss (abstraction): water taken from each cell before the continuing loss; a "
-     "number or a grid"},
-    {"rain", "loss_rate", "mm/h", "0",
-     "continuing loss (infiltration) once the initial loss is filled; a number or a grid"},
-    {"boundary", "north", "", "wall", "wall, outflow, level or inflow"},
-    {"boundary", "south", "", "wall", "wall, outflow, level or inflow"},
-    {"boundary", "east", "", "wall", "wall, outflow, level or inflow"},
-    {"boundary", "west", "", "wall", "wall, outflow, level or inflow"},
-    {"boundary", "north_level", "m", "(required for level)",
-     "water-surface elevation of a level boundary"},
-    {"boundary", "south_level", "m", "(required for level)",
-     "water-surface elevation of a level boundary"},
-    {"boundary", "east_level", "m", "(required for level)",
-     "water-surface elevation of a level boundary"},
-    {"boundary", "west_level", "m", "(required for level)",
-     "water-surface elevation of a level boundary"},
-    {"boundary", "north_hydrograph", "", "(required for inflow)",
-     "CSV file t,q: total discharge (m3/s) through the side over time (s)"},
-    {"boundary", "south_hydrograph", "", "(required for inflow)",
-     "CSV file t,q: total discharge (m3/s) through the side over time (s)"},
-    {"boundary", "east_hydrograph", "", "(required for inflow)",
-     "CSV file t,q: total discharge (m3/s) through the side over time (s)"},
-    {"boundary", "west_hydrograph", "", "(required for inflow)",
-     "CSV file t,q: total discharge (m3/s) through the side over time (s)"},
     {"output", "dir", "", "out", "output directory (relative to the case file; --out overrides)"},
     {"output", "times", "s", "(none)", "comma-separated output times"},
     {"output", "interval", "s", "(none)", "output every interval seconds"},
@@ -161,7 +66,7 @@ static const ts_config_key schema[] = {
      "top of the PNG colour bar (0: the largest depth at t = 0, or 1 m if dry)"},
 };
 
-const ts_config_key *ts_config_schema(int *n) {
+const ts_config_key *ts_config_core_schema(int *n) {
   *n = (int)(sizeof schema / sizeof schema[0]);
   return schema;
 }

@@ -5,35 +5,46 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "physics/lbm/lbm_case.h"
-#include "physics/swe/swe_case.h"
+#include "physics/model.h"
 
 ts_status ts_case_load(ts_config **cfg, const ts_case_options *opt) {
   TS_CALL(ts_config_load(cfg, opt->case_path));
   for (int i = 0; i < opt->noverrides; i++)
     TS_CALL(ts_config_set(*cfg, opt->overrides[i]));
-  if (!ts_config_has(*cfg, "model", "type"))
-    return ts_error(TS_ERR_INPUT, "%s: [model] type is required (type = swe or lbm)",
-                    opt->case_path);
+  if (!ts_config_has(*cfg, "model", "type")) {
+    int n;
+    const ts_model *const *models = ts_models(&n);
+    char names[256] = "";
+    for (int k = 0; k < n; k++) {
+      size_t at = strlen(names);
+      snprintf(names + at, sizeof names - at, "%s%s", k ? " or " : "", models[k]->name);
+    }
+    return ts_error(TS_ERR_INPUT, "%s: [model] type is required (type = %s)", opt->case_path,
+                    names);
+  }
   return TS_OK;
 }
 
 ts_status ts_case_run(const ts_case_options *opt) {
   ts_config *cfg = NULL;
-  static const char *const models[] = {"swe", "lbm", NULL};
-  int model = 0;
+  int n, model = 0;
+  const ts_model *const *models = ts_models(&n);
+  const char *names[16 + 1] = {NULL};
+  for (int k = 0; k < n && k < 16; k++)
+    names[k] = models[k]->name;
   ts_status st = ts_case_load(&cfg, opt);
   if (st == TS_OK)
-    st = ts_config_choice(cfg, "model", "type", 0, models, &model);
+    st = ts_config_choice(cfg, "model", "type", 0, names, &model);
   ts_config_free(cfg);
   st = ts_comm_agree(ts_comm_world(), st);
   if (st != TS_OK)
     return st;
-  return model == 1 ? ts_lbm_case_run(opt) : ts_swe_case_run(opt);
+  return models[model]->run(opt);
 }
 
 ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_kind *kind,

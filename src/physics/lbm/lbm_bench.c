@@ -1,4 +1,4 @@
-/* `tessera bench lbm` (bench_lbm.h): a box of N^3 (D3Q19) or N^2 (D2Q9) fluid cells, periodic
+/* `tessera bench lbm` (lbm_bench.h): a box of N^3 (D3Q19) or N^2 (D2Q9) fluid cells, periodic
  * along x and y (walls at the z faces), split into bands along its last axis or, with
  * --decomposition PXxPYxPZ, into tiles (across the periodic boundaries too: the box is the same
  * for every split), holding a decaying shear flow, SRT or TRT, timed over S steps after two
@@ -6,7 +6,7 @@
  * The roofline: 2 x Q x population bytes + 1 per cell update (each population read and written
  * once, in place, and the node's kind byte) against the copy bandwidth measured in the same run:
  * the GPU's (--backend cuda), or the host's (parallel memcpy of 512 MiB, bytes read + written). */
-#include "bench_lbm.h"
+#include "physics/lbm/lbm_bench.h"
 
 #include <math.h>
 #include <omp.h>
@@ -149,7 +149,8 @@ static int scaling(ts_lbm_params p, long n, long steps, int weak) {
   return 0;
 }
 
-int bench_lbm(int argc, char **argv) {
+int lbm_bench(int argc, char **argv, int full_argc, char **full_argv) {
+  (void)full_argc, (void)full_argv; /* runs under mpirun only when started so */
   ts_lbm_params p;
   ts_lbm_params_default(&p);
   p.lattice = TS_LBM_D3Q19;
