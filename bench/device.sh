@@ -4,7 +4,7 @@
 #   here:   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #           cmake --build build-gpu -j; copy libinih, libnetcdf and libhdf5_serial_hl into
 #           .devlibs/ (git-ignored)
-#   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance]
+#   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|rmcrt]
 #           [CTEST_REGEX]
 #           from the checkout's root (carry build-gpu, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
@@ -157,6 +157,17 @@ if [ "$what" = balance ]; then
       "$T" bench swe --backend cuda --size 8192 --steps 50 --devices $devs_case         --decomposition rows --balance static
     done
   } 2>&1 | tee "$out/balance.log"
+fi
+
+# RMCRT (issue 17): the Burns & Christon medium, 41^3 x 100 rays and 256^3 x 100 rays on GPU 0,
+# 2 patches on it, and 41^3 x 100 rays on all host cores (the GPU-over-CPU ratio).
+if [ "$what" = rmcrt ]; then
+  {
+    "$T" bench rmcrt --size 41 --rays 100 --backend cuda
+    "$T" bench rmcrt --size 256 --rays 100 --backend cuda
+    "$T" bench rmcrt --size 256 --rays 100 --backend cuda --devices 0,0 --patches 2
+    OMP_NUM_THREADS=$(nproc) "$T" bench rmcrt --size 41 --rays 100 --backend cpu
+  } 2>&1 | tee "$out/rmcrt.log"
 fi
 
 # Scaling over 1, 2, 4 and 8 GPUs (as many as the machine has), each count against one GPU in the

@@ -1,0 +1,241 @@
+/* The RMCRT solver (tessera/rmcrt.h): the medium replicated on every rank (and GPU), the box split
+ * into patches given to the ranks in blocks, each patch traced cell by cell with rmcrt_ray.h on
+ * the CPU's threads or on a GPU, and divQ gathered by a maximum over the ranks (each cell holds
+ * its owner's value, -infinity elsewhere). */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/rmcrt/rmcrt_ray.h"
+#include "tessera/comm.h"
+#include "tessera/gpu.h"
+#include "tessera/rmcrt.h"
+#if TESSERA_HAVE_CUDA
+#include "physics/rmcrt/rmcrt_cuda.h"
+#endif
+
+struct ts_rmcrt {
+  ts_rmcrt_params p;
+  rmcrt_medium m;
+  double *kappa, *source, *divq; /* whole grid */
+  const ts_comm *comm;
+  ts_decomp decomp;
+  int *patch_device; /* GPU of each patch of this rank, -1 on the CPU or another rank's */
+  void **gpus;       /* rmcrt_gpu per device used (indexed by device number) */
+  int64_t rays, crossings;
+  double seconds;
+};
+
+void ts_rmcrt_params_default(ts_rmcrt_params *p) {
+  memset(p, 0, sizeof *p);
+  p->n[0] = p->n[1] = p->n[2] = 41;
+  p->length[0] = p->length[1] = p->length[2] = 1.0;
+  p->rays = 100;
+  p->threshold = 0.05;
+  p->seed = 1;
+  p->sigma = 5.67051e-8;
+  for (int f = 0; f < 6; f++)
+    p->wall_emissivity[f] = 1.0;
+}
+
+static ts_status check_params(const ts_rmcrt_params *p) {
+  for (int a = 0; a < 3; a++) {
+    if (p->n[a] < 1 || p->n[a] > 100000)
+      return ts_error(TS_ERR_INPUT, "rmcrt: %d cells along axis %d: must be in [1, 100000]",
+                      p->n[a], a);
+    if (!(p->length[a] > 0))
+      return ts_error(TS_ERR_INPUT, "rmcrt: the length along axis %d must be positive", a);
+  }
+  if (p->rays < 1)
+    return ts_error(TS_ERR_INPUT, "rmcrt: rays must be at least 1 (got %d)", p->rays);
+  if (!(p->threshold >= 0 && p->threshold < 1))
+    return ts_error(TS_ERR_INPUT, "rmcrt: threshold must be in [0, 1) (got %g)", p->threshold);
+  if (!(p->sigma > 0))
+    return ts_error(TS_ERR_INPUT, "rmcrt: sigma must be positive");
+  return TS_OK;
+}
+
+/* The GPUs of this rank's patches, in turn over the listed (or all) devices. */
+static ts_status place_patches(ts_rmcrt *r, int rank, int nranks) {
+  int count = r->decomp.count, gpus = ts_gpu_count(), mine = 0;
+  r->patch_device = malloc(sizeof(int) * (size_t)count);
+  if (!r->patch_device)
+    return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
+  for (int k = 0; k < count; k++) {
+    r->patch_device[k] = -1;
+    if (!r->p.cuda || ts_decomp_rank(k, count, nranks) != rank)
+      continue;
+    int n = r->p.ndevices > 0 ? r->p.ndevices : gpus;
+    int slot = mine++ % n;
+    r->patch_device[k] = r->p.ndevices > 0 ? r->p.devices[slot] : slot;
+    if (r->patch_device[k] < 0 || r->patch_device[k] >= gpus)
+      return ts_error(TS_ERR_INPUT, "rmcrt: CUDA device %d does not exist (%d found)",
+                      r->patch_device[k], gpus);
+  }
+  return TS_OK;
+}
+
+static ts_status attach_gpus(ts_rmcrt *r) {
+#if TESSERA_HAVE_CUDA
+  r->gpus = calloc(TS_RMCRT_MAX_DEVICES, sizeof *r->gpus);
+  if (!r->gpus)
+    return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
+  for (int k = 0; k < r->decomp.count; k++) {
+    int d = r->patch_device[k];
+    if (d >= 0 && d < TS_RMCRT_MAX_DEVICES && !r->gpus[d])
+      TS_CALL(rmcrt_gpu_create((rmcrt_gpu **)&r->gpus[d], d, &r->m));
+  }
+  return TS_OK;
+#else
+  return r->p.cuda ? ts_error(TS_ERR_INPUT, "rmcrt: backend cuda: built without CUDA") : TS_OK;
+#endif
+}
+
+static ts_status create(ts_rmcrt *r, const ts_rmcrt_params *p, const double *absorption,
+                        const double *temperature) {
+  TS_CALL(check_params(p));
+  r->p = *p;
+  r->comm = ts_comm_world();
+  int rank = ts_comm_rank(r->comm), nranks = ts_comm_size(r->comm);
+  if (p->cuda && ts_gpu_count() == 0)
+    return ts_error(TS_ERR_INPUT, "rmcrt: backend cuda: no CUDA device found");
+  size_t cells = (size_t)p->n[0] * p->n[1] * p->n[2];
+  r->kappa = malloc(sizeof(double) * cells);
+  r->source = malloc(sizeof(double) * cells);
+  r->divq = malloc(sizeof(double) * cells);
+  if (!r->kappa || !r->source || !r->divq)
+    return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory for %zu cells", cells);
+  const double pi = 3.14159265358979323846;
+  for (size_t c = 0; c < cells; c++) {
+    if (!(absorption[c] >= 0) || !(temperature[c] >= 0))
+      return ts_error(TS_ERR_INPUT, "rmcrt: cell %zu: absorption and temperature must be >= 0",
+                      c);
+    double t2 = temperature[c] * temperature[c];
+    r->kappa[c] = absorption[c];
+    r->source[c] = p->sigma * t2 * t2 / pi;
+    r->divq[c] = 0;
+  }
+  r->m = (rmcrt_medium){.kappa = r->kappa,
+                        .source = r->source,
+                        .threshold = p->threshold,
+                        .seed = p->seed,
+                        .jitter = p->jitter};
+  for (int a = 0; a < 3; a++) {
+    r->m.n[a] = p->n[a];
+    r->m.dx[a] = p->length[a] / p->n[a];
+  }
+  for (int f = 0; f < 6; f++) {
+    double t2 = p->wall_temperature[f] * p->wall_temperature[f];
+    r->m.wall[f] = p->wall_emissivity[f] * p->sigma * t2 * t2 / pi;
+  }
+  int per_rank = p->cuda ? (p->ndevices > 0 ? p->ndevices : ts_gpu_count()) : 1;
+  int count = p->patches > 0 ? p->patches : nranks * per_rank;
+  if (count < nranks)
+    return ts_error(TS_ERR_INPUT, "rmcrt: %d patches for %d ranks: every rank needs one", count,
+                    nranks);
+  int n[3] = {p->n[0], p->n[1], p->n[2]};
+  TS_CALL(ts_decomp_create(&r->decomp, 3, n, count, p->decomposition, NULL));
+  TS_CALL(place_patches(r, rank, nranks));
+  return attach_gpus(r);
+}
+
+ts_status ts_rmcrt_create(ts_rmcrt **out, const ts_rmcrt_params *p, const double *absorption,
+                          const double *temperature) {
+  *out = NULL;
+  ts_rmcrt *r = calloc(1, sizeof *r);
+  if (!r)
+    return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
+  ts_status st = ts_comm_agree(ts_comm_world(), create(r, p, absorption, temperature));
+  if (st != TS_OK) {
+    ts_rmcrt_destroy(r);
+    return st;
+  }
+  *out = r;
+  return TS_OK;
+}
+
+void ts_rmcrt_destroy(ts_rmcrt *r) {
+  if (!r)
+    return;
+#if TESSERA_HAVE_CUDA
+  for (int d = 0; r->gpus && d < TS_RMCRT_MAX_DEVICES; d++)
+    rmcrt_gpu_destroy((rmcrt_gpu *)r->gpus[d]);
+#endif
+  free(r->gpus);
+  free(r->patch_device);
+  ts_decomp_destroy(&r->decomp);
+  free(r->kappa);
+  free(r->source);
+  free(r->divq);
+  free(r);
+}
+
+/* The cells of box b on the CPU's threads. */
+static void trace_on_cpu(ts_rmcrt *r, const ts_box *b) {
+  int64_t crossed = 0;
+  int sx = b->hi[0] - b->lo[0], sy = b->hi[1] - b->lo[1], sz = b->hi[2] - b->lo[2];
+  int64_t cells = (int64_t)sx * sy * sz;
+#pragma omp parallel for schedule(dynamic, 16) reduction(+ : crossed)
+  for (int64_t q = 0; q < cells; q++) {
+    int c[3] = {b->lo[0] + (int)(q % sx), b->lo[1] + (int)((q / sx) % sy),
+                b->lo[2] + (int)(q / ((int64_t)sx * sy))};
+    int64_t cell = c[0] + (int64_t)r->m.n[0] * (c[1] + (int64_t)r->m.n[1] * c[2]);
+    r->divq[cell] = rmcrt_cell_divq(&r->m, c, r->p.rays, &crossed);
+  }
+  r->crossings += crossed;
+}
+
+ts_status ts_rmcrt_solve(ts_rmcrt *r, uint32_t step) {
+  int rank = ts_comm_rank(r->comm), nranks = ts_comm_size(r->comm);
+  r->m.step = step;
+  double t0 = omp_get_wtime();
+  ts_status st = TS_OK;
+  for (int k = 0; k < r->decomp.count && st == TS_OK; k++) {
+    if (ts_decomp_rank(k, r->decomp.count, nranks) != rank)
+      continue;
+    const ts_box *b = &r->decomp.boxes[k];
+    r->rays += (int64_t)r->p.rays * (b->hi[0] - b->lo[0]) * (b->hi[1] - b->lo[1]) *
+               (b->hi[2] - b->lo[2]);
+#if TESSERA_HAVE_CUDA
+    if (r->patch_device[k] >= 0) {
+      st = rmcrt_gpu_trace((rmcrt_gpu *)r->gpus[r->patch_device[k]], &r->m, b->lo, b->hi,
+                           r->p.rays, r->divq, &r->crossings);
+      continue;
+    }
+#endif
+    trace_on_cpu(r, b);
+  }
+  r->seconds += omp_get_wtime() - t0;
+  return ts_comm_agree(r->comm, st);
+}
+
+ts_status ts_rmcrt_divq(const ts_rmcrt *r, double *out) {
+  int rank = ts_comm_rank(r->comm), nranks = ts_comm_size(r->comm);
+  size_t cells = (size_t)r->p.n[0] * r->p.n[1] * r->p.n[2];
+  for (size_t c = 0; c < cells; c++)
+    out[c] = nranks > 1 ? -INFINITY : r->divq[c];
+  if (nranks == 1)
+    return TS_OK;
+  for (int k = 0; k < r->decomp.count; k++) {
+    if (ts_decomp_rank(k, r->decomp.count, nranks) != rank)
+      continue;
+    const ts_box *b = &r->decomp.boxes[k];
+    for (int z = b->lo[2]; z < b->hi[2]; z++)
+      for (int y = b->lo[1]; y < b->hi[1]; y++)
+        for (int x = b->lo[0]; x < b->hi[0]; x++) {
+          size_t c = x + (size_t)r->p.n[0] * (y + (size_t)r->p.n[1] * z);
+          out[c] = r->divq[c];
+        }
+  }
+  return ts_comm_max(r->comm, out, (int)cells);
+}
+
+void ts_rmcrt_work(const ts_rmcrt *r, int64_t *rays, int64_t *crossings, double *seconds) {
+  *rays = r->rays;
+  *crossings = r->crossings;
+  *seconds = r->seconds;
+}
+
+const ts_decomp *ts_rmcrt_decomp(const ts_rmcrt *r) { return &r->decomp; }
+int ts_rmcrt_on_gpu(const ts_rmcrt *r) { return r->p.cuda; }

@@ -1,0 +1,253 @@
+/* RMCRT case driver ([model] type = rmcrt): reads [rmcrt], [boundary] and [parallel], builds the
+ * medium (uniform, or the Burns & Christon absorption), traces every cell once and writes divQ,
+ * temperature and absorption as VTK image data (divq.vti), divQ along the centreline in x
+ * (divq_centreline.csv: x,y,z,divq in metres) and summary.json (cells, rays, rays_per_s, cell
+ * crossings per second, wall time, files). */
+#define _POSIX_C_SOURCE 200809L
+#include "physics/rmcrt/rmcrt_case.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera/comm.h"
+#include "tessera/gpu.h"
+#include "tessera/io.h"
+#include "tessera/rmcrt.h"
+
+typedef struct rmcrt_case {
+  ts_config *cfg;
+  const ts_comm *comm;
+  int root;
+  ts_rmcrt_params p;
+  int burns_christon;       /* absorption = burns_christon */
+  double absorption, temperature; /* uniform values otherwise */
+  char *out_dir;
+} rmcrt_case;
+
+/* A key of one number or three (per axis, or for all six faces: one or six). */
+static ts_status read_numbers(rmcrt_case *k, const char *section, const char *key, int want,
+                              double *out) {
+  if (!ts_config_has(k->cfg, section, key))
+    return TS_OK;
+  int n;
+  double *v;
+  TS_CALL(ts_config_double_list(k->cfg, section, key, &n, &v));
+  if (n != 1 && n != want) {
+    free(v);
+    return ts_config_error(k->cfg, section, key, "give 1 or %d numbers (got %d)", want, n);
+  }
+  for (int a = 0; a < want; a++)
+    out[a] = v[n == 1 ? 0 : a];
+  free(v);
+  return TS_OK;
+}
+
+static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
+  TS_CALL(ts_case_load(&k->cfg, opt));
+  ts_rmcrt_params *p = &k->p;
+  ts_rmcrt_params_default(p);
+  const char *axes[3] = {"nx", "ny", "nz"};
+  for (int a = 0; a < 3; a++) {
+    long n;
+    TS_CALL(ts_config_int(k->cfg, "rmcrt", axes[a], a == 0 ? 41 : p->n[0], &n));
+    if (n < 1 || n > 100000)
+      return ts_config_error(k->cfg, "rmcrt", axes[a], "must be in [1, 100000]");
+    p->n[a] = (int)n;
+  }
+  TS_CALL(read_numbers(k, "rmcrt", "length", 3, p->length));
+  for (int a = 0; a < 3; a++)
+    if (!(p->length[a] > 0))
+      return ts_config_error(k->cfg, "rmcrt", "length", "must be positive");
+  long rays, seed;
+  TS_CALL(ts_config_int(k->cfg, "rmcrt", "rays", 100, &rays));
+  if (rays < 1 || rays > 1000000000)
+    return ts_config_error(k->cfg, "rmcrt", "rays", "must be in [1, 1e9]");
+  p->rays = (int)rays;
+  TS_CALL(ts_config_double(k->cfg, "rmcrt", "threshold", 0.05, &p->threshold));
+  if (!(p->threshold >= 0 && p->threshold < 1))
+    return ts_config_error(k->cfg, "rmcrt", "threshold", "must be in [0, 1)");
+  TS_CALL(ts_config_int(k->cfg, "rmcrt", "seed", 1, &seed));
+  if (seed < 0 || seed > 4294967295L)
+    return ts_config_error(k->cfg, "rmcrt", "seed", "must be in [0, 2^32)");
+  p->seed = (uint32_t)seed;
+  TS_CALL(ts_config_double(k->cfg, "rmcrt", "sigma", 5.67051e-8, &p->sigma));
+  if (!(p->sigma > 0))
+    return ts_config_error(k->cfg, "rmcrt", "sigma", "must be positive");
+  static const char *const origins[] = {"centre", "jitter", NULL};
+  int origin;
+  TS_CALL(ts_config_choice(k->cfg, "rmcrt", "origin", 0, origins, &origin));
+  p->jitter = origin == 1;
+  static const char *const samplings[] = {"random", NULL};
+  int sampling;
+  TS_CALL(ts_config_choice(k->cfg, "rmcrt", "sampling", 0, samplings, &sampling));
+  const char *v;
+  TS_CALL(ts_config_string(k->cfg, "rmcrt", "absorption", "burns_christon", &v));
+  k->burns_christon = strcmp(v, "burns_christon") == 0;
+  if (!k->burns_christon) {
+    TS_CALL(ts_config_double(k->cfg, "rmcrt", "absorption", 0, &k->absorption));
+    if (!(k->absorption >= 0))
+      return ts_config_error(k->cfg, "rmcrt", "absorption",
+                             "must be burns_christon or a number >= 0 (1/m)");
+  }
+  /* default: sigma T^4 = 1 W/m2 exactly as in Burns & Christon */
+  double unit_t = pow(1.0 / p->sigma, 0.25);
+  TS_CALL(ts_config_double(k->cfg, "rmcrt", "temperature", unit_t, &k->temperature));
+  if (!(k->temperature >= 0))
+    return ts_config_error(k->cfg, "rmcrt", "temperature", "must be >= 0 (K)");
+  TS_CALL(read_numbers(k, "boundary", "wall_temperature", 6, p->wall_temperature));
+  TS_CALL(read_numbers(k, "boundary", "wall_emissivity", 6, p->wall_emissivity));
+  for (int f = 0; f < 6; f++)
+    if (!(p->wall_temperature[f] >= 0) || !(p->wall_emissivity[f] >= 0) ||
+        !(p->wall_emissivity[f] <= 1))
+      return ts_config_error(k->cfg, "boundary", "wall_emissivity",
+                             "wall temperatures must be >= 0 K and emissivities in [0, 1]");
+  static const char *const backends[] = {"cpu", "cuda", "auto", NULL};
+  const char *env = getenv("TESSERA_BACKEND");
+  int backend, fallback = 0;
+  for (int b = 0; env && backends[b]; b++)
+    fallback = strcmp(env, backends[b]) == 0 ? b : fallback;
+  TS_CALL(ts_config_choice(k->cfg, "parallel", "backend", fallback, backends, &backend));
+  p->cuda = backend == 1 || (backend == 2 && ts_gpu_count() > 0);
+  if (p->cuda && !TESSERA_HAVE_CUDA)
+    return ts_config_error(k->cfg, "parallel", "backend", "this tessera was built without CUDA");
+  TS_CALL(ts_case_read_devices(k->cfg, TS_RMCRT_MAX_DEVICES, 0, &p->ndevices, p->devices));
+  int parts[3];
+  TS_CALL(ts_case_read_split(k->cfg, &p->patches, &p->decomposition, parts));
+  return ts_case_out_dir(k->cfg, opt, &k->out_dir);
+}
+
+/* Burns & Christon (1997): kappa = 0.9 (1 - 2|x - 1/2|)(1 - 2|y - 1/2|)(1 - 2|z - 1/2|) + 0.1
+ * at the cell centres of the unit cube (x, y, z as fractions of the lengths). */
+static double burns_christon(const ts_rmcrt_params *p, int i, int j, int k) {
+  double x = (i + 0.5) / p->n[0], y = (j + 0.5) / p->n[1], z = (k + 0.5) / p->n[2];
+  return 0.9 * (1 - 2 * fabs(x - 0.5)) * (1 - 2 * fabs(y - 0.5)) * (1 - 2 * fabs(z - 0.5)) + 0.1;
+}
+
+static ts_status write_outputs(const rmcrt_case *k, const double *divq, const double *kappa,
+                               const double *temperature) {
+  const ts_rmcrt_params *p = &k->p;
+  char path[4096], tmp[4200];
+  ts_grid grid = {.dim = 3};
+  for (int a = 0; a < 3; a++) {
+    grid.n[a] = p->n[a];
+    grid.dx[a] = p->length[a] / p->n[a];
+  }
+  ts_out_var vars[3] = {{"divq", "divergence of the radiative flux", "W/m3", divq},
+                        {"temperature", "temperature", "K", temperature},
+                        {"absorption", "absorption coefficient", "1/m", kappa}};
+  snprintf(path, sizeof path, "%s/divq.vti", k->out_dir);
+  TS_CALL(ts_vti_write_grid(path, &grid, 0, 3, vars, 0, NULL));
+  snprintf(path, sizeof path, "%s/divq_centreline.csv", k->out_dir);
+  FILE *f = ts_open_temp(path, tmp, sizeof tmp);
+  if (!f)
+    return ts_error(TS_ERR_IO, "%s: cannot write", path);
+  fprintf(f, "x,y,z,divq\n");
+  int j = p->n[1] / 2, kz = p->n[2] / 2;
+  for (int i = 0; i < p->n[0]; i++)
+    fprintf(f, "%.9g,%.9g,%.9g,%.17g\n", (i + 0.5) * grid.dx[0], (j + 0.5) * grid.dx[1],
+            (kz + 0.5) * grid.dx[2], divq[i + (size_t)p->n[0] * (j + (size_t)p->n[1] * kz)]);
+  return ts_commit_temp(f, tmp, path);
+}
+
+/* work: rays and cell crossings over all ranks; seconds: the slowest rank's tracing. The fields
+ * after "ranks" are the run's layout and timings (they differ between splits). */
+static ts_status write_summary(const rmcrt_case *k, const ts_rmcrt *r, const int64_t work[2],
+                               double seconds, double wall) {
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/summary.json", k->out_dir);
+  FILE *f = ts_open_temp(path, tmp, sizeof tmp);
+  if (!f)
+    return ts_error(TS_ERR_IO, "%s: cannot write", path);
+  ts_json j;
+  ts_json_begin(&j, f);
+  ts_json_key(&j, "model"), ts_json_string(&j, "rmcrt");
+  ts_json_key(&j, "cells");
+  ts_json_int(&j, (int64_t)k->p.n[0] * k->p.n[1] * k->p.n[2]);
+  ts_json_key(&j, "grid");
+  ts_json_array_begin(&j);
+  for (int a = 0; a < 3; a++)
+    ts_json_int(&j, k->p.n[a]);
+  ts_json_array_end(&j);
+  ts_json_key(&j, "rays_per_cell"), ts_json_int(&j, k->p.rays);
+  ts_json_key(&j, "seed"), ts_json_int(&j, k->p.seed);
+  ts_json_key(&j, "rays"), ts_json_int(&j, work[0]);
+  ts_json_key(&j, "crossings"), ts_json_int(&j, work[1]);
+  ts_json_key(&j, "files");
+  ts_json_array_begin(&j);
+  ts_json_string(&j, "divq.vti");
+  ts_json_string(&j, "divq_centreline.csv");
+  ts_json_array_end(&j);
+  ts_json_key(&j, "ranks"), ts_json_int(&j, ts_comm_size(k->comm));
+  ts_json_key(&j, "backend"), ts_json_string(&j, ts_rmcrt_on_gpu(r) ? "cuda" : "cpu");
+  ts_json_key(&j, "patches"), ts_json_int(&j, ts_rmcrt_decomp(r)->count);
+  ts_json_key(&j, "trace_s"), ts_json_number(&j, seconds);
+  ts_json_key(&j, "rays_per_s"), ts_json_number(&j, seconds > 0 ? work[0] / seconds : 0);
+  ts_json_key(&j, "crossings_per_s"), ts_json_number(&j, seconds > 0 ? work[1] / seconds : 0);
+  ts_json_key(&j, "wall_s"), ts_json_number(&j, wall);
+  ts_json_end(&j);
+  return ts_commit_temp(f, tmp, path);
+}
+
+static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
+  const ts_rmcrt_params *p = &k->p;
+  size_t cells = (size_t)p->n[0] * p->n[1] * p->n[2];
+  double *kappa = malloc(sizeof(double) * cells), *temp = malloc(sizeof(double) * cells);
+  double *divq = malloc(sizeof(double) * cells);
+  ts_status st = kappa && temp && divq ? TS_OK : ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
+  for (int z = 0; z < p->n[2] && st == TS_OK; z++)
+    for (int y = 0; y < p->n[1]; y++)
+      for (int x = 0; x < p->n[0]; x++) {
+        size_t c = x + (size_t)p->n[0] * (y + (size_t)p->n[1] * z);
+        kappa[c] = k->burns_christon ? burns_christon(p, x, y, z) : k->absorption;
+        temp[c] = k->temperature;
+      }
+  ts_rmcrt *r = NULL;
+  double t0 = omp_get_wtime();
+  if (st == TS_OK) {
+    st = ts_rmcrt_create(&r, p, kappa, temp);
+    if (st != TS_OK && st != TS_ERR_NOMEM && st != TS_ERR_PEER)
+      st = ts_error(st, "%s: %s", opt->case_path, ts_error_message());
+  }
+  if (st == TS_OK)
+    st = ts_comm_agree(k->comm, k->root ? ts_case_prepare_out_dir(k->out_dir) : TS_OK);
+  if (st == TS_OK)
+    st = ts_rmcrt_solve(r, 0);
+  if (st == TS_OK)
+    st = ts_rmcrt_divq(r, divq);
+  double wall = omp_get_wtime() - t0, seconds = 0;
+  int64_t work[2] = {0, 0};
+  if (st == TS_OK) {
+    ts_rmcrt_work(r, &work[0], &work[1], &seconds);
+    st = ts_comm_sum_i64(k->comm, work, 2);
+  }
+  if (st == TS_OK)
+    st = ts_comm_max(k->comm, &seconds, 1);
+  if (st == TS_OK)
+    st = ts_comm_agree(k->comm, k->root ? write_outputs(k, divq, kappa, temp) : TS_OK);
+  if (st == TS_OK)
+    st = ts_comm_agree(k->comm, k->root ? write_summary(k, r, work, seconds, wall) : TS_OK);
+  if (st == TS_OK && k->root && !opt->quiet)
+    fprintf(opt->progress, "rmcrt: %zu cells x %d rays in %.3f s: %.3g rays/s, %.3g crossings/s\n",
+            cells, p->rays, seconds, work[0] / seconds, work[1] / seconds);
+  ts_rmcrt_destroy(r);
+  free(kappa), free(temp), free(divq);
+  return st;
+}
+
+ts_status ts_rmcrt_case_run(const ts_case_options *opt) {
+  rmcrt_case k;
+  memset(&k, 0, sizeof k);
+  k.comm = ts_comm_world();
+  k.root = ts_comm_rank(k.comm) == 0;
+  ts_status st = ts_comm_agree(k.comm, read_case(&k, opt));
+  if (st == TS_OK)
+    st = ts_comm_agree(k.comm, ts_case_check_same(k.comm, opt));
+  if (st == TS_OK)
+    st = run(&k, opt);
+  ts_config_free(k.cfg);
+  free(k.out_dir);
+  return st;
+}

@@ -1,0 +1,25 @@
+/* The GPU side of RMCRT (rmcrt_kernels.cu): a device's copy of the medium, and the tracing of
+ * the cells of a box on it with rmcrt_ray.h's functions (one thread per cell). */
+#ifndef TESSERA_RMCRT_CUDA_H
+#define TESSERA_RMCRT_CUDA_H
+
+#include "physics/rmcrt/rmcrt_ray.h"
+#include "tessera/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rmcrt_gpu rmcrt_gpu;
+/* Copies the medium's absorption and source (m->n cells) to `device`. */
+ts_status rmcrt_gpu_create(rmcrt_gpu **out, int device, const rmcrt_medium *m);
+/* divQ of the cells [lo, hi) into divq (host, the whole grid's layout), the cell crossings
+ * added to *crossed. */
+ts_status rmcrt_gpu_trace(rmcrt_gpu *g, const rmcrt_medium *m, const int lo[3], const int hi[3],
+                          int rays, double *divq, int64_t *crossed);
+void rmcrt_gpu_destroy(rmcrt_gpu *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,118 @@
+/* RMCRT on a GPU (rmcrt_cuda.h): one thread per cell of a box calls rmcrt_cell_divq, the
+ * function the CPU loops call; built without fused multiply-add, so the GPU computes the CPU's
+ * bits. */
+#include <cuda_runtime.h>
+#include <stdlib.h>
+
+#include "physics/rmcrt/rmcrt_cuda.h"
+#include "tessera/gpu.h"
+
+struct rmcrt_gpu {
+  int device;
+  double *kappa, *source;
+  double *divq;              /* the box being traced */
+  size_t divq_cells;         /* allocated */
+  unsigned long long *crossed;
+  cudaStream_t stream;
+};
+
+static __global__ void k_trace(rmcrt_medium m, int3 lo, int3 size, int rays, double *divq,
+                               unsigned long long *crossed) {
+  int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  int64_t cells = (int64_t)size.x * size.y * size.z;
+  int64_t mine = 0;
+  if (idx < cells) {
+    int c[3] = {lo.x + (int)(idx % size.x), lo.y + (int)((idx / size.x) % size.y),
+                lo.z + (int)(idx / ((int64_t)size.x * size.y))};
+    divq[idx] = rmcrt_cell_divq(&m, c, rays, &mine);
+  }
+  atomicAdd(crossed, (unsigned long long)mine);
+}
+
+static ts_status fail(cudaError_t e, const char *what) {
+  return ts_error(TS_ERR_INTERNAL, "rmcrt: CUDA %s: %s", what, cudaGetErrorString(e));
+}
+
+extern "C" ts_status rmcrt_gpu_create(rmcrt_gpu **out, int device, const rmcrt_medium *m) {
+  *out = NULL;
+  rmcrt_gpu *g = (rmcrt_gpu *)calloc(1, sizeof *g);
+  if (!g)
+    return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
+  g->device = device;
+  size_t bytes = sizeof(double) * (size_t)m->n[0] * m->n[1] * m->n[2];
+  cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
+  if (e == cudaSuccess)
+    e = cudaMalloc(&g->kappa, bytes);
+  if (e == cudaSuccess)
+    e = cudaMalloc(&g->source, bytes);
+  if (e == cudaSuccess)
+    e = cudaMalloc(&g->crossed, sizeof *g->crossed);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(g->kappa, m->kappa, bytes, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(g->source, m->source, bytes, cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) {
+    rmcrt_gpu_destroy(g);
+    return fail(e, "set-up of the medium");
+  }
+  *out = g;
+  return TS_OK;
+}
+
+extern "C" ts_status rmcrt_gpu_trace(rmcrt_gpu *g, const rmcrt_medium *m, const int lo[3],
+                                     const int hi[3], int rays, double *divq, int64_t *crossed) {
+  int3 size = make_int3(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]);
+  size_t cells = (size_t)size.x * size.y * size.z;
+  cudaError_t e = cudaSetDevice(g->device);
+  if (e == cudaSuccess && cells > g->divq_cells) {
+    cudaFree(g->divq);
+    g->divq = NULL;
+    e = cudaMalloc(&g->divq, sizeof(double) * cells);
+    g->divq_cells = e == cudaSuccess ? cells : 0;
+  }
+  if (e != cudaSuccess)
+    return fail(e, "allocation of divQ");
+  rmcrt_medium dm = *m;
+  dm.kappa = g->kappa;
+  dm.source = g->source;
+  unsigned long long count = 0;
+  double *box = (double *)malloc(sizeof(double) * (cells ? cells : 1));
+  if (!box)
+    return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
+  e = cudaMemsetAsync(g->crossed, 0, sizeof *g->crossed, g->stream);
+  if (e == cudaSuccess && cells > 0) {
+    k_trace<<<(unsigned)((cells + 127) / 128), 128, 0, g->stream>>>(
+        dm, make_int3(lo[0], lo[1], lo[2]), size, rays, g->divq, g->crossed);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(box, g->divq, sizeof(double) * cells, cudaMemcpyDeviceToHost, g->stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(&count, g->crossed, sizeof count, cudaMemcpyDeviceToHost, g->stream);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(g->stream);
+  if (e == cudaSuccess) {
+    for (size_t q = 0; q < cells; q++) {
+      size_t i = q % (size_t)size.x, j = (q / size.x) % size.y, k = q / ((size_t)size.x * size.y);
+      divq[(lo[0] + i) + (size_t)m->n[0] * ((lo[1] + j) + (size_t)m->n[1] * (lo[2] + k))] = box[q];
+    }
+    *crossed += (int64_t)count;
+  }
+  free(box);
+  return e == cudaSuccess ? TS_OK : fail(e, "tracing");
+}
+
+extern "C" void rmcrt_gpu_destroy(rmcrt_gpu *g) {
+  if (!g)
+    return;
+  cudaSetDevice(g->device);
+  cudaFree(g->kappa);
+  cudaFree(g->source);
+  cudaFree(g->divq);
+  cudaFree(g->crossed);
+  if (g->stream)
+    cudaStreamDestroy(g->stream);
+  free(g);
+}
