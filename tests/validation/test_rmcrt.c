@@ -1,6 +1,7 @@
 /* Validation: radiation by reverse Monte Carlo ray tracing (RMCRT) against a deterministic
  * reference, with cold black walls and sigma T^4 = 1 everywhere, where
  * divQ = kappa / pi x integral over the sphere of exp(-tau to the wall) dOmega.
+ * The medium is single precision, as the tracer stores it, in the reference too.
  * The reference integrates that directly: Gauss-Legendre in cos(theta) x the midpoint rule in
  * phi, the optical depth of each direction summed segment by segment between the sorted
  * crossings of the grid planes (independently of the DDA the tracer uses); 96 x 192 directions
@@ -27,6 +28,7 @@
 enum { N = 21 };
 static const double pi = 3.14159265358979323846;
 static double kappa[N * N * N], source[N * N * N];
+static float cells[2 * N * N * N]; /* the tracer's copy (rmcrt_medium) */
 
 static double burns_christon(int i, int j, int k) {
   double x = (i + 0.5) / N, y = (j + 0.5) / N, z = (k + 0.5) / N;
@@ -37,8 +39,11 @@ static void set_medium(int burns, double uniform) {
   for (int k = 0; k < N; k++)
     for (int j = 0; j < N; j++)
       for (int i = 0; i < N; i++) {
-        kappa[i + N * (j + N * k)] = burns ? burns_christon(i, j, k) : uniform;
-        source[i + N * (j + N * k)] = 1 / pi;
+        int c = i + N * (j + N * k);
+        kappa[c] = (float)(burns ? burns_christon(i, j, k) : uniform);
+        source[c] = (float)(1 / pi);
+        cells[2 * c] = (float)kappa[c];
+        cells[2 * c + 1] = (float)source[c];
       }
 }
 
@@ -138,8 +143,7 @@ static double traced(const rmcrt_medium *m, const int c[3], int rays, double *st
 static rmcrt_medium medium(uint32_t seed, double threshold) {
   rmcrt_medium m = {.n = {N, N, N},
                     .dx = {1.0 / N, 1.0 / N, 1.0 / N},
-                    .kappa = kappa,
-                    .source = source,
+                    .cells = cells,
                     .threshold = threshold,
                     .seed = seed};
   return m;

@@ -18,7 +18,8 @@
 struct ts_rmcrt {
   ts_rmcrt_params p;
   rmcrt_medium m;
-  double *kappa, *source, *divq; /* whole grid */
+  float *cells; /* the medium: kappa and S per cell (rmcrt_medium) */
+  double *divq; /* whole grid */
   const ts_comm *comm;
   ts_decomp decomp;
   int *patch_device; /* GPU of each patch of this rank, -1 on the CPU or another rank's */
@@ -101,26 +102,21 @@ static ts_status create(ts_rmcrt *r, const ts_rmcrt_params *p, const double *abs
   if (p->cuda && ts_gpu_count() == 0)
     return ts_error(TS_ERR_INPUT, "rmcrt: backend cuda: no CUDA device found");
   size_t cells = (size_t)p->n[0] * p->n[1] * p->n[2];
-  r->kappa = malloc(sizeof(double) * cells);
-  r->source = malloc(sizeof(double) * cells);
+  r->cells = malloc(2 * sizeof(float) * cells);
   r->divq = malloc(sizeof(double) * cells);
-  if (!r->kappa || !r->source || !r->divq)
+  if (!r->cells || !r->divq)
     return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory for %zu cells", cells);
   const double pi = 3.14159265358979323846;
   for (size_t c = 0; c < cells; c++) {
     if (!(absorption[c] >= 0) || !(temperature[c] >= 0))
-      return ts_error(TS_ERR_INPUT, "rmcrt: cell %zu: absorption and temperature must be >= 0",
-                      c);
+      return ts_error(TS_ERR_INPUT, "rmcrt: cell %zu: absorption and temperature must be >= 0", c);
     double t2 = temperature[c] * temperature[c];
-    r->kappa[c] = absorption[c];
-    r->source[c] = p->sigma * t2 * t2 / pi;
+    r->cells[2 * c] = (float)absorption[c];
+    r->cells[2 * c + 1] = (float)(p->sigma * t2 * t2 / pi);
     r->divq[c] = 0;
   }
-  r->m = (rmcrt_medium){.kappa = r->kappa,
-                        .source = r->source,
-                        .threshold = p->threshold,
-                        .seed = p->seed,
-                        .jitter = p->jitter};
+  r->m = (rmcrt_medium){
+      .cells = r->cells, .threshold = p->threshold, .seed = p->seed, .jitter = p->jitter};
   for (int a = 0; a < 3; a++) {
     r->m.n[a] = p->n[a];
     r->m.dx[a] = p->length[a] / p->n[a];
@@ -165,8 +161,7 @@ void ts_rmcrt_destroy(ts_rmcrt *r) {
   free(r->gpus);
   free(r->patch_device);
   ts_decomp_destroy(&r->decomp);
-  free(r->kappa);
-  free(r->source);
+  free(r->cells);
   free(r->divq);
   free(r);
 }
@@ -195,12 +190,12 @@ ts_status ts_rmcrt_solve(ts_rmcrt *r, uint32_t step) {
     if (ts_decomp_rank(k, r->decomp.count, nranks) != rank)
       continue;
     const ts_box *b = &r->decomp.boxes[k];
-    r->rays += (int64_t)r->p.rays * (b->hi[0] - b->lo[0]) * (b->hi[1] - b->lo[1]) *
-               (b->hi[2] - b->lo[2]);
+    r->rays +=
+        (int64_t)r->p.rays * (b->hi[0] - b->lo[0]) * (b->hi[1] - b->lo[1]) * (b->hi[2] - b->lo[2]);
 #if TESSERA_HAVE_CUDA
     if (r->patch_device[k] >= 0) {
-      st = rmcrt_gpu_trace((rmcrt_gpu *)r->gpus[r->patch_device[k]], &r->m, b->lo, b->hi,
-                           r->p.rays, r->divq, &r->crossings);
+      st = rmcrt_gpu_trace((rmcrt_gpu *)r->gpus[r->patch_device[k]], &r->m, b->lo, b->hi, r->p.rays,
+                           r->divq, &r->crossings);
       continue;
     }
 #endif

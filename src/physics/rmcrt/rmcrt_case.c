@@ -22,7 +22,7 @@ typedef struct rmcrt_case {
   const ts_comm *comm;
   int root;
   ts_rmcrt_params p;
-  int burns_christon;       /* absorption = burns_christon */
+  int burns_christon;             /* absorption = burns_christon */
   double absorption, temperature; /* uniform values otherwise */
   char *out_dir;
 } rmcrt_case;

@@ -9,9 +9,9 @@
 
 struct rmcrt_gpu {
   int device;
-  double *kappa, *source;
-  double *divq;              /* the box being traced */
-  size_t divq_cells;         /* allocated */
+  float *cells;      /* the medium (rmcrt_medium) */
+  double *divq;      /* the box being traced */
+  size_t divq_cells; /* allocated */
   unsigned long long *crossed;
   cudaStream_t stream;
 };
@@ -39,20 +39,16 @@ extern "C" ts_status rmcrt_gpu_create(rmcrt_gpu **out, int device, const rmcrt_m
   if (!g)
     return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
   g->device = device;
-  size_t bytes = sizeof(double) * (size_t)m->n[0] * m->n[1] * m->n[2];
+  size_t bytes = 2 * sizeof(float) * (size_t)m->n[0] * m->n[1] * m->n[2];
   cudaError_t e = cudaSetDevice(device);
   if (e == cudaSuccess)
     e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
   if (e == cudaSuccess)
-    e = cudaMalloc(&g->kappa, bytes);
-  if (e == cudaSuccess)
-    e = cudaMalloc(&g->source, bytes);
+    e = cudaMalloc(&g->cells, bytes);
   if (e == cudaSuccess)
     e = cudaMalloc(&g->crossed, sizeof *g->crossed);
   if (e == cudaSuccess)
-    e = cudaMemcpy(g->kappa, m->kappa, bytes, cudaMemcpyHostToDevice);
-  if (e == cudaSuccess)
-    e = cudaMemcpy(g->source, m->source, bytes, cudaMemcpyHostToDevice);
+    e = cudaMemcpy(g->cells, m->cells, bytes, cudaMemcpyHostToDevice);
   if (e != cudaSuccess) {
     rmcrt_gpu_destroy(g);
     return fail(e, "set-up of the medium");
@@ -75,8 +71,7 @@ extern "C" ts_status rmcrt_gpu_trace(rmcrt_gpu *g, const rmcrt_medium *m, const 
   if (e != cudaSuccess)
     return fail(e, "allocation of divQ");
   rmcrt_medium dm = *m;
-  dm.kappa = g->kappa;
-  dm.source = g->source;
+  dm.cells = g->cells;
   unsigned long long count = 0;
   double *box = (double *)malloc(sizeof(double) * (cells ? cells : 1));
   if (!box)
@@ -108,8 +103,7 @@ extern "C" void rmcrt_gpu_destroy(rmcrt_gpu *g) {
   if (!g)
     return;
   cudaSetDevice(g->device);
-  cudaFree(g->kappa);
-  cudaFree(g->source);
+  cudaFree(g->cells);
   cudaFree(g->divq);
   cudaFree(g->crossed);
   if (g->stream)

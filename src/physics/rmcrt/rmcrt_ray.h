@@ -20,13 +20,15 @@
 
 #include "core/hd.h"
 
-/* What a ray reads: the grid, per-cell absorption coefficient (1/m) and emitted intensity
- * S = sigma T^4 / pi (W/m2/sr), cells indexed i + n0 (j + n1 k); the walls' emitted intensity
- * eps sigma T^4 / pi per face (west, east, south, north, bottom, top: -x, +x, -y, +y, -z, +z). */
+/* What a ray reads: the grid; per cell, its absorption coefficient (1/m) and emitted intensity
+ * S = sigma T^4 / pi (W/m2/sr) side by side in single precision (one memory sector per crossing),
+ * cells indexed i + n0 (j + n1 k); the walls' emitted intensity eps sigma T^4 / pi per face
+ * (west, east, south, north, bottom, top: -x, +x, -y, +y, -z, +z). The march itself is in double
+ * precision. */
 typedef struct rmcrt_medium {
   int n[3];
   double dx[3];
-  const double *kappa, *source;
+  const float *cells; /* kappa, S of cell c at 2c, 2c + 1 */
   double wall[6];
   double threshold; /* a ray stops when its transmissivity falls below it */
   uint32_t seed, step;
@@ -60,8 +62,8 @@ TS_HD static inline double rmcrt_exp(double x) {
 /* Four uniform numbers in (0, 1) for draw `draw` of ray `ray` of cell `cell`. */
 TS_HD static inline void rmcrt_uniform4(const rmcrt_medium *m, int64_t cell, int ray, int draw,
                                         double u[4]) {
-  philox4x32_ctr_t ctr = {{(uint32_t)cell, (uint32_t)((uint64_t)cell >> 32), (uint32_t)ray,
-                           (uint32_t)draw}};
+  philox4x32_ctr_t ctr = {
+      {(uint32_t)cell, (uint32_t)((uint64_t)cell >> 32), (uint32_t)ray, (uint32_t)draw}};
   philox4x32_key_t key = {{m->seed, m->step}};
   philox4x32_ctr_t x = philox4x32(ctr, key);
   for (int k = 0; k < 4; k++)
@@ -95,9 +97,8 @@ TS_HD static inline void rmcrt_ray_start(const rmcrt_medium *m, int64_t cell, in
 }
 
 /* The intensity gathered by one ray from cell c (and the cells it crossed, added to *crossed). */
-TS_HD static inline double rmcrt_trace(const rmcrt_medium *m, const int c0[3],
-                                       const double dir[3], const double origin[3],
-                                       int64_t *crossed) {
+TS_HD static inline double rmcrt_trace(const rmcrt_medium *m, const int c0[3], const double dir[3],
+                                       const double origin[3], int64_t *crossed) {
   int c[3] = {c0[0], c0[1], c0[2]}, step[3];
   double t_max[3], t_delta[3];
   for (int a = 0; a < 3; a++) {
@@ -120,8 +121,8 @@ TS_HD static inline double rmcrt_trace(const rmcrt_medium *m, const int c0[3],
   for (;;) {
     int a = t_max[0] <= t_max[1] ? (t_max[0] <= t_max[2] ? 0 : 2) : (t_max[1] <= t_max[2] ? 1 : 2);
     int64_t cell = c[0] + n0 * c[1] + n01 * c[2];
-    double after = transmissivity * rmcrt_exp(-m->kappa[cell] * (t_max[a] - t));
-    intensity += m->source[cell] * (transmissivity - after);
+    double after = transmissivity * rmcrt_exp(-(double)m->cells[2 * cell] * (t_max[a] - t));
+    intensity += (double)m->cells[2 * cell + 1] * (transmissivity - after);
     transmissivity = after;
     crossings++;
     t = t_max[a];
@@ -148,7 +149,8 @@ TS_HD static inline double rmcrt_cell_divq(const rmcrt_medium *m, const int c[3]
     rmcrt_ray_start(m, cell, ray, c, dir, origin);
     sum += rmcrt_trace(m, c, dir, origin, crossed);
   }
-  return 4.0 * 3.14159265358979323846 * m->kappa[cell] * (m->source[cell] - sum / rays);
+  double kappa = m->cells[2 * cell], source = m->cells[2 * cell + 1];
+  return 4.0 * 3.14159265358979323846 * kappa * (source - sum / rays);
 }
 
 #endif
