@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <Random123/philox.h>
 #include <Random123/u01fixedpt.h>
@@ -35,10 +36,11 @@ typedef struct rmcrt_medium {
   int jitter; /* origins jittered in the cell (else its centre) */
 } rmcrt_medium;
 
-/* e^x for x <= 0 (0 below -745): x = k ln 2 + r, |r| <= ln2 / 2, e^r by its Taylor series to
- * r^13 (relative error below 2e-16 on that range), scaled by 2^k exactly. */
+/* e^x for x <= 0 (0 below -708, where it would leave the normal range): x = k ln 2 + r,
+ * |r| <= ln2 / 2, e^r by its Taylor series to r^13 (relative error below 2e-16 on that range),
+ * times 2^k built from its exponent bits (exact). */
 TS_HD static inline double rmcrt_exp(double x) {
-  if (!(x > -745.0))
+  if (!(x > -708.0))
     return 0.0;
   double k = floor(x * 1.4426950408889634 + 0.5);
   double r = (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;
@@ -56,7 +58,10 @@ TS_HD static inline double rmcrt_exp(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  return ldexp(p, (int)k);
+  uint64_t bits = (uint64_t)((int64_t)k + 1023) << 52;
+  double scale;
+  memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
 }
 
 /* Four uniform numbers in (0, 1) for draw `draw` of ray `ray` of cell `cell`. */
