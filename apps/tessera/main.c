@@ -26,21 +26,26 @@ static void print_usage(void) {
   int n;
   const ts_model *const *models = ts_models(&n);
   printf("usage: tessera run CASE.ini [--set section.key=value ...] [--out DIR] [--restart FILE] "
-         "[--quiet]\n");
+         "[--trace FILE.json] [--quiet]\n");
   for (int k = 0; k < n; k++)
     if (models[k]->bench)
       printf("       tessera bench %-3s %s", models[k]->name, models[k]->bench_usage);
-  fputs("       tessera bench balance CASE.ini [--set section.key=value ...]\n"
-        "                         [--modes off,static,dynamic,auto] [--out DIR] [--json FILE]\n"
-        "       tessera info [--no-speeds]\n"
-        "       tessera --help | --version\n"
-        "\n"
-        "  run     run a simulation case (INI file; keys in docs/config.md)\n"
-        "            --set section.key=value  override a key of the case file (repeatable)\n"
-        "            --out DIR                output directory (instead of [output] dir)\n"
-        "            --restart FILE           continue from a checkpoint written by the same case\n"
-        "            --quiet                  no progress line\n",
-        stdout);
+  fputs(
+      "       tessera bench balance CASE.ini [--set section.key=value ...]\n"
+      "                         [--modes off,static,dynamic,auto] [--out DIR] [--json FILE]\n"
+      "       tessera info [--no-speeds]\n"
+      "       tessera --help | --version\n"
+      "\n"
+      "  run     run a simulation case (INI file; keys in docs/config.md)\n"
+      "            --set section.key=value  override a key of the case file (repeatable)\n"
+      "            --out DIR                output directory (instead of [output] dir)\n"
+      "            --restart FILE           continue from a checkpoint written by the same case\n"
+      "            --trace FILE.json        every task, copy and kernel of the task runtime with\n"
+      "                                     its start and end, in the Chrome trace format (open\n"
+      "                                     in Perfetto or chrome://tracing); rmcrt, couple = "
+      "energy\n"
+      "            --quiet                  no progress line\n",
+      stdout);
   for (int k = 0; k < n; k++)
     if (models[k]->bench)
       fputs(models[k]->bench_help, stdout);
@@ -86,11 +91,14 @@ static int cmd_run(int argc, char **argv) {
       opt.out_dir = argv[++i];
     else if (strcmp(a, "--restart") == 0 && has_value)
       opt.restart = argv[++i];
+    else if (strcmp(a, "--trace") == 0 && has_value)
+      opt.trace = argv[++i];
     else if (strcmp(a, "--quiet") == 0)
       opt.quiet = 1;
     else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
       rc = -1;
-    else if (strcmp(a, "--set") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--restart") == 0)
+    else if (strcmp(a, "--set") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--restart") == 0 ||
+             strcmp(a, "--trace") == 0)
       rc = ts_cli_usage_error("missing value for option", a);
     else if (a[0] == '-')
       rc = ts_cli_usage_error("unknown option", a);
@@ -133,9 +141,9 @@ static int cmd_info(int argc, char **argv) {
   printf("precisions:  float, double\n");
   printf("formats:     asc, asc.gz (in), netcdf (NetCDF-C %.20s), vtk, png (libpng %s)\n",
          nc_inq_libvers(), png_get_libpng_ver(NULL));
-  printf("GDAL:        %s%s\n",
-         ts_gdal_version() ? "gdal " : "not built in (grids: ESRI ASCII only)",
-         ts_gdal_version() ? ts_gdal_version() : "");
+  const char *gdal = ts_gdal_version(); /* GDAL's buffer: the next call replaces it */
+  printf("GDAL:        %s%s\n", gdal ? "gdal " : "not built in (grids: ESRI ASCII only)",
+         gdal ? gdal : "");
   printf("MPI:         %s (%d ranks in this run)\n",
          ts_comm_built_with_mpi() ? ts_comm_library() : "not built in",
          ts_comm_size(ts_comm_world()));

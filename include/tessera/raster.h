@@ -96,7 +96,8 @@ ts_status ts_crs_to_esri(const char *wkt, char **esri);
  * unknown (always 0 without GDAL). */
 int ts_crs_is_geographic(const char *wkt);
 
-/* The GDAL release this build reads and writes with ("3.6.2"), NULL in a build without GDAL. */
+/* The GDAL release this build reads and writes with ("3.6.2"; GDAL's buffer, valid until the
+ * next call), NULL in a build without GDAL. */
 const char *ts_gdal_version(void);
 
 #ifdef __cplusplus

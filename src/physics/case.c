@@ -41,6 +41,9 @@ ts_status ts_case_run(const ts_case_options *opt) {
   if (st == TS_OK)
     st = ts_config_choice(cfg, "model", "type", 0, names, &model);
   ts_config_free(cfg);
+  if (st == TS_OK && opt->trace && !models[model]->traces)
+    st = ts_error(TS_ERR_INPUT, "--trace: the %s model does not run on the task runtime (yet)",
+                  models[model]->name);
   st = ts_comm_agree(ts_comm_world(), st);
   if (st != TS_OK)
     return st;

@@ -18,6 +18,7 @@ typedef struct ts_case_options {
   const char *out_dir; /* --out, or NULL for [output] dir */
   const char *restart; /* checkpoint to continue from, or NULL */
   int quiet;           /* no progress line */
+  const char *trace;   /* --trace: Chrome trace of the task runtime's tasks, or NULL */
   FILE *progress;      /* where the progress line goes (stderr) */
 } ts_case_options;
 

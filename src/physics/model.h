@@ -12,6 +12,7 @@
 typedef struct ts_model {
   const char *name;          /* [model] type, and `tessera bench NAME` */
   const char *description;   /* one line for `tessera info` */
+  int traces;                /* its runs go through the task runtime (tessera run --trace) */
   const ts_config_key *keys; /* its case-file sections' keys (the loader checks every key) */
   int nkeys;
   /* Runs a case ([model] type = name): input errors are found before any output is written. */

@@ -7,11 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics/rmcrt/rmcrt_couple.h"
 #include "physics/rmcrt/rmcrt_ray.h"
 #include "tessera/comm.h"
 #include "tessera/gpu.h"
 #include "tessera/rmcrt.h"
 #if TESSERA_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
 #include "physics/rmcrt/rmcrt_cuda.h"
 #endif
 
@@ -234,3 +237,196 @@ void ts_rmcrt_work(const ts_rmcrt *r, int64_t *rays, int64_t *crossings, double 
 
 const ts_decomp *ts_rmcrt_decomp(const ts_rmcrt *r) { return &r->decomp; }
 int ts_rmcrt_on_gpu(const ts_rmcrt *r) { return r->p.cuda; }
+
+/* ---------------------------------------------------------------- coupled to the energy */
+
+/* One patch at one step, the argument of its tasks. */
+typedef struct band_work {
+  ts_rmcrt *r;
+  const rmcrt_coupling *c;
+  double *temperature;
+  rmcrt_medium m; /* with this radiation solve's step */
+  int patch, z0, z1, device;
+  ts_status *st; /* the first failure of any task */
+} band_work;
+
+#if TESSERA_HAVE_CUDA
+static void note_failure(band_work *w, ts_status st) {
+  if (st != TS_OK) {
+#pragma omp critical(rmcrt_failure)
+    if (*w->st == TS_OK)
+      *w->st = st;
+  }
+}
+#endif
+
+static void trace_band(void *arg, void *stream) {
+  band_work *w = arg;
+#if TESSERA_HAVE_CUDA
+  if (stream) {
+    note_failure(w, rmcrt_gpu_trace_band((rmcrt_gpu *)w->r->gpus[w->device], &w->m, w->z0, w->z1,
+                                         w->r->p.rays, w->r->divq, stream));
+    return;
+  }
+#else
+  (void)stream;
+#endif
+  int64_t crossed = 0, layer = (int64_t)w->m.n[0] * w->m.n[1];
+  for (int z = w->z0; z < w->z1; z++)
+    for (int y = 0; y < w->m.n[1]; y++)
+      for (int x = 0; x < w->m.n[0]; x++) {
+        int c[3] = {x, y, z};
+        w->r->divq[x + w->m.n[0] * y + layer * z] =
+            rmcrt_cell_divq(&w->m, c, w->r->p.rays, &crossed);
+      }
+#pragma omp atomic
+  w->r->crossings += crossed;
+}
+
+static void energy_band(void *arg, void *stream) {
+  (void)stream;
+  band_work *w = arg;
+  int64_t layer = (int64_t)w->m.n[0] * w->m.n[1];
+  double sigma_pi = w->r->p.sigma / 3.14159265358979323846, rate = w->c->dt / w->c->rho_cp;
+  for (int64_t q = layer * w->z0; q < layer * w->z1; q++) {
+    double t = w->temperature[q] - rate * w->r->divq[q];
+    t = t > 0 ? t : 0;
+    w->temperature[q] = t;
+    w->r->cells[2 * q + 1] = (float)(sigma_pi * (t * t) * (t * t));
+  }
+}
+
+#if TESSERA_HAVE_CUDA
+static void upload_band(void *arg, void *stream) {
+  band_work *w = arg;
+  note_failure(w, rmcrt_gpu_upload_band((rmcrt_gpu *)w->r->gpus[w->device], w->r->cells, w->m.n,
+                                        w->z0, w->z1, stream));
+}
+#endif
+
+/* The devices holding a copy of the medium (-1 ends the list). */
+static int used_devices(const ts_rmcrt *r, int *devices) {
+  int n = 0;
+  for (int d = 0; r->gpus && d < TS_RMCRT_MAX_DEVICES; d++)
+    if (r->gpus[d])
+      devices[n++] = d;
+  return n;
+}
+
+ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c,
+                            double *temperature) {
+  const ts_decomp *d = &r->decomp;
+  int np = d->count, n0 = r->p.n[0], n1 = r->p.n[1];
+  if (ts_comm_size(r->comm) > 1)
+    return ts_error(TS_ERR_INPUT, "rmcrt: couple = energy runs in one process (so far)");
+  for (int k = 0; k < np; k++)
+    if (d->boxes[k].lo[0] != 0 || d->boxes[k].hi[0] != n0 || d->boxes[k].lo[1] != 0 ||
+        d->boxes[k].hi[1] != n1)
+      return ts_error(TS_ERR_INPUT, "rmcrt: couple = energy needs patches that are bands of "
+                                    "z-layers (decomposition rows)");
+  int devices[TS_RMCRT_MAX_DEVICES], ndev = used_devices(r, devices);
+  size_t cells = (size_t)n0 * n1 * r->p.n[2];
+  /* data items: per patch its temperature and host medium, its divQ, its medium on each GPU */
+  char *items = calloc((size_t)np * (3 + (size_t)ndev), 1);
+  /* per step and patch: its trace and energy update, then its upload to each GPU */
+  band_work *work = calloc((size_t)c->steps * np * (1 + (size_t)ndev), sizeof *work);
+  ts_task *tasks = calloc((size_t)c->steps * np * (2 + (size_t)ndev), sizeof *tasks);
+  if (!items || !work || !tasks) {
+    free(items), free(work), free(tasks);
+    return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
+  }
+  char *item_t = items, *item_medium = items + np, *item_divq = items + 2 * np,
+       *item_gpu = items + 3 * np; /* item_gpu[g * np + p] */
+#if TESSERA_HAVE_CUDA
+  if (ndev > 0) { /* pinned, so that the copies run on the streams without the host */
+    cudaHostRegister(r->cells, 2 * sizeof(float) * cells, cudaHostRegisterDefault);
+    cudaHostRegister(r->divq, sizeof(double) * cells, cudaHostRegisterDefault);
+  }
+#endif
+  ts_status st = TS_OK;
+  int nt = 0;
+  /* In program order, the tasks of a step: every patch's tracing (which reads the medium as the
+   * step starts), then every patch's energy update, then the uploads. */
+  for (int step = 0; step < c->steps; step++) {
+    int radiation = step % c->interval == 0;
+    for (int p = 0; p < np; p++) {
+      band_work *w = &work[step * np + p];
+      *w = (band_work){.r = r,
+                       .c = c,
+                       .temperature = temperature,
+                       .m = r->m,
+                       .patch = p,
+                       .z0 = d->boxes[p].lo[2],
+                       .z1 = d->boxes[p].hi[2],
+                       .device = r->patch_device[p],
+                       .st = &st};
+      w->m.step = (uint32_t)(step / c->interval);
+      if (!radiation)
+        continue;
+      ts_task *t = &tasks[nt++];
+      *t = (ts_task){.name = "trace",
+                     .patch = p,
+                     .step = step,
+                     .run = trace_band,
+                     .arg = w,
+                     .kind = w->device >= 0 ? TS_TASK_GPU : TS_TASK_CPU,
+                     .device = w->device};
+      t->out[t->nout++] = &item_divq[p];
+      int gi = 0;
+      while (gi < ndev && devices[gi] != w->device)
+        gi++;
+      for (int q = 0; q < np; q++) /* the rays cross every patch's medium */
+        t->in[t->nin++] = w->device >= 0 ? &item_gpu[gi * np + q] : &item_medium[q];
+    }
+    for (int p = 0; p < np; p++) {
+      ts_task *e = &tasks[nt++];
+      *e = (ts_task){.name = "energy",
+                     .patch = p,
+                     .step = step,
+                     .kind = TS_TASK_CPU,
+                     .run = energy_band,
+                     .arg = &work[step * np + p],
+                     .device = -1};
+      e->in[e->nin++] = &item_divq[p];
+      e->out[e->nout++] = &item_t[p];
+      e->out[e->nout++] = &item_medium[p];
+    }
+#if TESSERA_HAVE_CUDA
+    for (int p = 0; p < np; p++)
+      for (int g = 0; g < ndev; g++) {
+        band_work *u = &work[(size_t)c->steps * np * (1 + g) + step * np + p];
+        *u = work[step * np + p];
+        u->device = devices[g];
+        ts_task *t = &tasks[nt++];
+        *t = (ts_task){.name = "upload",
+                       .patch = p,
+                       .step = step,
+                       .kind = TS_TASK_COPY,
+                       .device = devices[g],
+                       .run = upload_band,
+                       .arg = u};
+        t->in[t->nin++] = &item_medium[p];
+        t->out[t->nout++] = &item_gpu[g * np + p];
+      }
+#endif
+  }
+  if (np > TS_TASK_MAX_ACCESS - 1)
+    st = ts_error(TS_ERR_INPUT, "rmcrt: couple = energy takes at most %d patches",
+                  TS_TASK_MAX_ACCESS - 1);
+  double t0 = omp_get_wtime();
+  if (st == TS_OK)
+    st = ts_runtime_run(rt, tasks, nt);
+  int radiation_steps = (c->steps + c->interval - 1) / c->interval;
+  r->rays += (int64_t)radiation_steps * r->p.rays * (int64_t)cells;
+#if TESSERA_HAVE_CUDA
+  for (int g = 0; g < ndev; g++)
+    r->crossings += rmcrt_gpu_take_crossings((rmcrt_gpu *)r->gpus[devices[g]]);
+  if (ndev > 0) {
+    cudaHostUnregister(r->cells);
+    cudaHostUnregister(r->divq);
+  }
+#endif
+  r->seconds += omp_get_wtime() - t0;
+  free(items), free(work), free(tasks);
+  return st;
+}

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics/rmcrt/rmcrt_couple.h"
+#include "runtime/runtime.h"
 #include "tessera/comm.h"
 #include "tessera/gpu.h"
 #include "tessera/io.h"
@@ -24,6 +26,8 @@ typedef struct rmcrt_case {
   ts_rmcrt_params p;
   int burns_christon;             /* absorption = burns_christon */
   double absorption, temperature; /* uniform values otherwise */
+  int coupled;                    /* couple = energy */
+  rmcrt_coupling coupling;
   char *out_dir;
 } rmcrt_case;
 
@@ -42,6 +46,50 @@ static ts_status read_numbers(rmcrt_case *k, const char *section, const char *ke
   for (int a = 0; a < want; a++)
     out[a] = v[n == 1 ? 0 : a];
   free(v);
+  return TS_OK;
+}
+
+/* couple = energy: its steps, and the split into bands of z-layers it runs on. */
+static ts_status read_coupling(rmcrt_case *k, const ts_case_options *opt) {
+  static const char *const couples[] = {"none", "energy", NULL};
+  TS_CALL(ts_config_choice(k->cfg, "rmcrt", "couple", 0, couples, &k->coupled));
+  if (!k->coupled) {
+    if (opt->trace)
+      return ts_config_error(k->cfg, "rmcrt", "couple",
+                             "--trace: one radiation solve does not run on the task runtime; set "
+                             "couple = energy");
+    return TS_OK;
+  }
+  rmcrt_coupling *c = &k->coupling;
+  long steps, interval;
+  TS_CALL(ts_config_int(k->cfg, "rmcrt", "steps", 10, &steps));
+  if (steps < 1 || steps > 1000000)
+    return ts_config_error(k->cfg, "rmcrt", "steps", "must be in [1, 1e6]");
+  c->steps = (int)steps;
+  TS_CALL(ts_config_double(k->cfg, "rmcrt", "dt", 1, &c->dt));
+  if (!(c->dt > 0))
+    return ts_config_error(k->cfg, "rmcrt", "dt", "must be positive (s)");
+  TS_CALL(ts_config_double(k->cfg, "rmcrt", "rho_cp", 1000, &c->rho_cp));
+  if (!(c->rho_cp > 0))
+    return ts_config_error(k->cfg, "rmcrt", "rho_cp", "must be positive (J/m3/K)");
+  TS_CALL(ts_config_int(k->cfg, "rmcrt", "radiation_interval", 1, &interval));
+  if (interval < 1 || interval > 1000000)
+    return ts_config_error(k->cfg, "rmcrt", "radiation_interval", "must be in [1, 1e6]");
+  c->interval = (int)interval;
+  ts_rmcrt_params *p = &k->p;
+  if (p->decomposition != TS_DECOMP_AUTO && p->decomposition != TS_DECOMP_ROWS)
+    return ts_config_error(k->cfg, "parallel", "decomposition",
+                           "couple = energy runs on bands of z-layers: rows (or auto)");
+  p->decomposition = TS_DECOMP_ROWS;
+  if (p->patches == 0) { /* a few patches per device, so that tracing and updates overlap */
+    int devices = p->cuda ? (p->ndevices > 0 ? p->ndevices : ts_gpu_count()) : 1;
+    p->patches = 4 * devices;
+  }
+  if (p->patches > p->n[2])
+    p->patches = p->n[2];
+  if (p->patches > TS_TASK_MAX_ACCESS - 1)
+    return ts_config_error(k->cfg, "parallel", "subdomains",
+                           "couple = energy takes at most %d patches", TS_TASK_MAX_ACCESS - 1);
   return TS_OK;
 }
 
@@ -116,6 +164,7 @@ static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
   TS_CALL(ts_case_read_devices(k->cfg, TS_RMCRT_MAX_DEVICES, 0, &p->ndevices, p->devices));
   int parts[3];
   TS_CALL(ts_case_read_split(k->cfg, &p->patches, &p->decomposition, parts));
+  TS_CALL(read_coupling(k, opt));
   return ts_case_out_dir(k->cfg, opt, &k->out_dir);
 }
 
@@ -155,7 +204,8 @@ static ts_status write_outputs(const rmcrt_case *k, const double *divq, const do
 /* work: rays and cell crossings over all ranks; seconds: the slowest rank's tracing. The fields
  * after "ranks" are the run's layout and timings (they differ between splits). */
 static ts_status write_summary(const rmcrt_case *k, const ts_rmcrt *r, const int64_t work[2],
-                               double seconds, double wall) {
+                               double seconds, double wall, double gpu_idle,
+                               const double *temperature) {
   char path[4096], tmp[4200];
   snprintf(path, sizeof path, "%s/summary.json", k->out_dir);
   FILE *f = ts_open_temp(path, tmp, sizeof tmp);
@@ -173,6 +223,17 @@ static ts_status write_summary(const rmcrt_case *k, const ts_rmcrt *r, const int
   ts_json_array_end(&j);
   ts_json_key(&j, "rays_per_cell"), ts_json_int(&j, k->p.rays);
   ts_json_key(&j, "seed"), ts_json_int(&j, k->p.seed);
+  ts_json_key(&j, "couple"), ts_json_string(&j, k->coupled ? "energy" : "none");
+  if (k->coupled) {
+    ts_json_key(&j, "steps"), ts_json_int(&j, k->coupling.steps);
+    ts_json_key(&j, "dt"), ts_json_number(&j, k->coupling.dt);
+    ts_json_key(&j, "radiation_interval"), ts_json_int(&j, k->coupling.interval);
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t c = 0; c < (int64_t)k->p.n[0] * k->p.n[1] * k->p.n[2]; c++)
+      lo = fmin(lo, temperature[c]), hi = fmax(hi, temperature[c]);
+    ts_json_key(&j, "temperature_min"), ts_json_number(&j, lo);
+    ts_json_key(&j, "temperature_max"), ts_json_number(&j, hi);
+  }
   ts_json_key(&j, "rays"), ts_json_int(&j, work[0]);
   ts_json_key(&j, "crossings"), ts_json_int(&j, work[1]);
   ts_json_key(&j, "files");
@@ -187,8 +248,25 @@ static ts_status write_summary(const rmcrt_case *k, const ts_rmcrt *r, const int
   ts_json_key(&j, "rays_per_s"), ts_json_number(&j, seconds > 0 ? work[0] / seconds : 0);
   ts_json_key(&j, "crossings_per_s"), ts_json_number(&j, seconds > 0 ? work[1] / seconds : 0);
   ts_json_key(&j, "wall_s"), ts_json_number(&j, wall);
+  ts_json_key(&j, "gpu_idle_fraction");
+  if (gpu_idle >= 0)
+    ts_json_number(&j, gpu_idle);
+  else
+    ts_json_null(&j);
   ts_json_end(&j);
   return ts_commit_temp(f, tmp, path);
+}
+
+/* The largest fraction of the coupled run's span that a GPU sat idle (-1 without GPUs). */
+static double idle_fraction(const ts_runtime *rt, const ts_rmcrt *r) {
+  double idle = -1;
+  for (int d = 0; ts_rmcrt_on_gpu(r) && d < TS_RMCRT_MAX_DEVICES; d++) {
+    double busy, span;
+    ts_runtime_gpu_busy(rt, d, &busy, &span);
+    if (busy > 0 && span > 0)
+      idle = fmax(idle, 1 - busy / span);
+  }
+  return idle;
 }
 
 static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
@@ -205,7 +283,7 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
         temp[c] = k->temperature;
       }
   ts_rmcrt *r = NULL;
-  double t0 = omp_get_wtime();
+  double t0 = omp_get_wtime(), gpu_idle = -1;
   if (st == TS_OK) {
     st = ts_rmcrt_create(&r, p, kappa, temp);
     if (st != TS_OK && st != TS_ERR_NOMEM && st != TS_ERR_PEER)
@@ -213,8 +291,18 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
   }
   if (st == TS_OK)
     st = ts_comm_agree(k->comm, k->root ? ts_case_prepare_out_dir(k->out_dir) : TS_OK);
-  if (st == TS_OK)
+  ts_runtime *rt = NULL;
+  if (st == TS_OK && k->coupled) {
+    st = ts_runtime_create(&rt, opt->trace);
+    if (st == TS_OK)
+      st = rmcrt_run_coupled(r, rt, &k->coupling, temp);
+    if (st == TS_OK)
+      gpu_idle = idle_fraction(rt, r);
+    ts_status written = ts_runtime_destroy(rt);
+    st = st == TS_OK ? written : st;
+  } else if (st == TS_OK) {
     st = ts_rmcrt_solve(r, 0);
+  }
   if (st == TS_OK)
     st = ts_rmcrt_divq(r, divq);
   double wall = omp_get_wtime() - t0, seconds = 0;
@@ -228,7 +316,8 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
   if (st == TS_OK)
     st = ts_comm_agree(k->comm, k->root ? write_outputs(k, divq, kappa, temp) : TS_OK);
   if (st == TS_OK)
-    st = ts_comm_agree(k->comm, k->root ? write_summary(k, r, work, seconds, wall) : TS_OK);
+    st = ts_comm_agree(k->comm,
+                       k->root ? write_summary(k, r, work, seconds, wall, gpu_idle, temp) : TS_OK);
   if (st == TS_OK && k->root && !opt->quiet)
     fprintf(opt->progress, "rmcrt: %zu cells x %d rays in %.3f s: %.3g rays/s, %.3g crossings/s\n",
             cells, p->rays, seconds, work[0] / seconds, work[1] / seconds);

@@ -17,6 +17,15 @@ ts_status rmcrt_gpu_create(rmcrt_gpu **out, int device, const rmcrt_medium *m);
  * added to *crossed. */
 ts_status rmcrt_gpu_trace(rmcrt_gpu *g, const rmcrt_medium *m, const int lo[3], const int hi[3],
                           int rays, double *divq, int64_t *crossed);
+/* Work queued on a stream (for the task runtime): the tracing of the cells of z-layers [z0, z1)
+ * (one contiguous band), their divQ copied into divq (host, pinned, the whole grid's layout);
+ * the medium of layers [z0, z1) copied from cells (host, pinned) to the device; and the cell
+ * crossings counted by the queued tracing so far (waits for the device), reset. */
+ts_status rmcrt_gpu_trace_band(rmcrt_gpu *g, const rmcrt_medium *m, int z0, int z1, int rays,
+                               double *divq, void *stream);
+ts_status rmcrt_gpu_upload_band(rmcrt_gpu *g, const float *cells, const int n[3], int z0, int z1,
+                                void *stream);
+int64_t rmcrt_gpu_take_crossings(rmcrt_gpu *g);
 void rmcrt_gpu_destroy(rmcrt_gpu *g);
 
 #ifdef __cplusplus

@@ -9,10 +9,11 @@
 
 struct rmcrt_gpu {
   int device;
-  float *cells;      /* the medium (rmcrt_medium) */
-  double *divq;      /* the box being traced */
-  size_t divq_cells; /* allocated */
-  unsigned long long *crossed;
+  float *cells;                /* the medium (rmcrt_medium) */
+  double *divq;                /* the box being traced */
+  size_t divq_cells;           /* allocated */
+  double *grid_divq;           /* the whole grid, for bands traced on streams (NULL until then) */
+  unsigned long long *crossed; /* counted by every launch */
   cudaStream_t stream;
 };
 
@@ -47,6 +48,8 @@ extern "C" ts_status rmcrt_gpu_create(rmcrt_gpu **out, int device, const rmcrt_m
     e = cudaMalloc(&g->cells, bytes);
   if (e == cudaSuccess)
     e = cudaMalloc(&g->crossed, sizeof *g->crossed);
+  if (e == cudaSuccess)
+    e = cudaMemset(g->crossed, 0, sizeof *g->crossed);
   if (e == cudaSuccess)
     e = cudaMemcpy(g->cells, m->cells, bytes, cudaMemcpyHostToDevice);
   if (e != cudaSuccess) {
@@ -99,12 +102,55 @@ extern "C" ts_status rmcrt_gpu_trace(rmcrt_gpu *g, const rmcrt_medium *m, const 
   return e == cudaSuccess ? TS_OK : fail(e, "tracing");
 }
 
+extern "C" ts_status rmcrt_gpu_trace_band(rmcrt_gpu *g, const rmcrt_medium *m, int z0, int z1,
+                                          int rays, double *divq, void *stream) {
+  size_t layer = (size_t)m->n[0] * m->n[1], cells = layer * (size_t)(z1 - z0);
+  cudaStream_t s = (cudaStream_t)stream;
+  cudaError_t e = cudaSetDevice(g->device);
+  if (e == cudaSuccess && !g->grid_divq)
+    e = cudaMalloc(&g->grid_divq, sizeof(double) * layer * m->n[2]);
+  if (e != cudaSuccess)
+    return fail(e, "allocation of divQ");
+  rmcrt_medium dm = *m;
+  dm.cells = g->cells;
+  double *band = g->grid_divq + layer * z0;
+  if (cells > 0) {
+    k_trace<<<(unsigned)((cells + 127) / 128), 128, 0, s>>>(
+        dm, make_int3(0, 0, z0), make_int3(m->n[0], m->n[1], z1 - z0), rays, band, g->crossed);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(divq + layer * z0, band, sizeof(double) * cells, cudaMemcpyDeviceToHost, s);
+  return e == cudaSuccess ? TS_OK : fail(e, "tracing a band");
+}
+
+extern "C" ts_status rmcrt_gpu_upload_band(rmcrt_gpu *g, const float *cells, const int n[3], int z0,
+                                           int z1, void *stream) {
+  size_t layer = 2 * (size_t)n[0] * n[1];
+  cudaError_t e = cudaSetDevice(g->device);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(g->cells + layer * z0, cells + layer * z0,
+                        sizeof(float) * layer * (size_t)(z1 - z0), cudaMemcpyHostToDevice,
+                        (cudaStream_t)stream);
+  return e == cudaSuccess ? TS_OK : fail(e, "upload of the medium");
+}
+
+extern "C" int64_t rmcrt_gpu_take_crossings(rmcrt_gpu *g) {
+  unsigned long long count = 0;
+  cudaSetDevice(g->device);
+  cudaDeviceSynchronize();
+  cudaMemcpy(&count, g->crossed, sizeof count, cudaMemcpyDeviceToHost);
+  cudaMemset(g->crossed, 0, sizeof count);
+  return (int64_t)count;
+}
+
 extern "C" void rmcrt_gpu_destroy(rmcrt_gpu *g) {
   if (!g)
     return;
   cudaSetDevice(g->device);
   cudaFree(g->cells);
   cudaFree(g->divq);
+  cudaFree(g->grid_divq);
   cudaFree(g->crossed);
   if (g->stream)
     cudaStreamDestroy(g->stream);

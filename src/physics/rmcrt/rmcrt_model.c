@@ -22,6 +22,14 @@ static const ts_config_key rmcrt_keys[] = {
     {"rmcrt", "temperature", "K", "(sigma T^4 = 1)", "temperature of the medium"},
     {"rmcrt", "origin", "", "centre", "where rays start in their cell: centre, or jitter"},
     {"rmcrt", "sampling", "", "random", "ray directions: random (uniform on the sphere)"},
+    {"rmcrt", "couple", "", "none",
+     "none (one radiation solve), or energy: rho_cp dT/dt = -divQ over `steps` steps of `dt`, on "
+     "the task runtime"},
+    {"rmcrt", "steps", "", "10", "couple = energy: time steps"},
+    {"rmcrt", "dt", "s", "1", "couple = energy: time step"},
+    {"rmcrt", "rho_cp", "J/m3/K", "1000", "couple = energy: volumetric heat capacity"},
+    {"rmcrt", "radiation_interval", "steps", "1",
+     "couple = energy: steps between radiation solves (the others reuse the last divQ)"},
     {"boundary", "wall_temperature", "K", "0",
      "rmcrt: wall temperature, one number or six (-x, +x, -y, +y, -z, +z)"},
     {"boundary", "wall_emissivity", "", "1", "rmcrt: wall emissivity in [0, 1], one or six"},
@@ -30,6 +38,7 @@ static const ts_config_key rmcrt_keys[] = {
 const ts_model ts_model_rmcrt = {
     .name = "rmcrt",
     .description = "radiation, reverse Monte Carlo ray tracing",
+    .traces = 1,
     .keys = rmcrt_keys,
     .nkeys = (int)(sizeof rmcrt_keys / sizeof rmcrt_keys[0]),
     .run = ts_rmcrt_case_run,
