@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "physics/model.h"
+#include "tessera/gpu.h"
 
 ts_status ts_case_load(ts_config **cfg, const ts_case_options *opt) {
   TS_CALL(ts_config_load(cfg, opt->case_path));
@@ -125,6 +126,19 @@ ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int
     while (*p == ' ' || *p == ',')
       p++;
   }
+  return TS_OK;
+}
+
+ts_status ts_case_read_cuda(const ts_config *cfg, int *cuda) {
+  static const char *const backends[] = {"cpu", "cuda", "auto", NULL};
+  int backend, fallback = 0;
+  const char *env = getenv("TESSERA_BACKEND"); /* the default, as for shallow water */
+  for (int b = 0; env && backends[b]; b++)
+    fallback = strcmp(env, backends[b]) == 0 ? b : fallback;
+  TS_CALL(ts_config_choice(cfg, "parallel", "backend", fallback, backends, &backend));
+  *cuda = backend == 1 || (backend == 2 && ts_gpu_count() > 0);
+  if (*cuda && !TESSERA_HAVE_CUDA)
+    return ts_config_error(cfg, "parallel", "backend", "this tessera was built without CUDA");
   return TS_OK;
 }
 

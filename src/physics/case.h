@@ -36,6 +36,9 @@ ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_ki
  * not driving GPUs, as TS_CASE_DEVICE_CPU) where the model allows it. */
 #define TS_CASE_DEVICE_CPU (-1)
 ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int *n, int *devices);
+/* [parallel] backend (cpu, cuda, auto; default from TESSERA_BACKEND, else cpu) for modules that
+ * run on the CPU or on GPUs: *cuda set for GPUs; cuda in a build without CUDA is an error. */
+ts_status ts_case_read_cuda(const ts_config *cfg, int *cuda);
 /* A list of items separated by ';', each `arity` comma-separated numbers (such as boxes,
  * spheres or lines): *out holds count x arity values (malloc'ed; NULL and 0 when absent). */
 ts_status ts_case_tuples(const ts_config *cfg, const char *section, const char *key, int arity,

@@ -255,15 +255,7 @@ static ts_status read_run(lbm_case *k, const ts_case_options *opt) {
   TS_CALL(ts_config_int(k->cfg, "time", "check_interval", 1000, &k->check_interval));
   if (k->check_interval < 1)
     return ts_config_error(k->cfg, "time", "check_interval", "must be at least 1");
-  static const char *const backends[] = {"cpu", "cuda", "auto", NULL};
-  int backend, fallback = 0;
-  const char *env = getenv("TESSERA_BACKEND"); /* the default, as for shallow water */
-  for (int b = 0; env && backends[b]; b++)
-    fallback = strcmp(env, backends[b]) == 0 ? b : fallback;
-  TS_CALL(ts_config_choice(k->cfg, "parallel", "backend", fallback, backends, &backend));
-  k->p.cuda = backend == 1 || (backend == 2 && ts_gpu_count() > 0);
-  if (k->p.cuda && !TESSERA_HAVE_CUDA)
-    return ts_config_error(k->cfg, "parallel", "backend", "this tessera was built without CUDA");
+  TS_CALL(ts_case_read_cuda(k->cfg, &k->p.cuda));
   TS_CALL(ts_case_read_devices(k->cfg, 16, 0, &k->p.ndevices, k->p.devices));
   static const char *const transports[] = {"auto", "host", "cuda-mpi", "nccl", NULL};
   int transport;

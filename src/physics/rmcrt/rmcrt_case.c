@@ -152,15 +152,7 @@ static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
         !(p->wall_emissivity[f] <= 1))
       return ts_config_error(k->cfg, "boundary", "wall_emissivity",
                              "wall temperatures must be >= 0 K and emissivities in [0, 1]");
-  static const char *const backends[] = {"cpu", "cuda", "auto", NULL};
-  const char *env = getenv("TESSERA_BACKEND");
-  int backend, fallback = 0;
-  for (int b = 0; env && backends[b]; b++)
-    fallback = strcmp(env, backends[b]) == 0 ? b : fallback;
-  TS_CALL(ts_config_choice(k->cfg, "parallel", "backend", fallback, backends, &backend));
-  p->cuda = backend == 1 || (backend == 2 && ts_gpu_count() > 0);
-  if (p->cuda && !TESSERA_HAVE_CUDA)
-    return ts_config_error(k->cfg, "parallel", "backend", "this tessera was built without CUDA");
+  TS_CALL(ts_case_read_cuda(k->cfg, &p->cuda));
   TS_CALL(ts_case_read_devices(k->cfg, TS_RMCRT_MAX_DEVICES, 0, &p->ndevices, p->devices));
   int parts[3];
   TS_CALL(ts_case_read_split(k->cfg, &p->patches, &p->decomposition, parts));
