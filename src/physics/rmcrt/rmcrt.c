@@ -324,6 +324,9 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
         d->boxes[k].hi[1] != n1)
       return ts_error(TS_ERR_INPUT, "rmcrt: couple = energy needs patches that are bands of "
                                     "z-layers (decomposition rows)");
+  if (np > TS_TASK_MAX_ACCESS) /* a tracing reads every patch's medium */
+    return ts_error(TS_ERR_INPUT, "rmcrt: couple = energy takes at most %d patches",
+                    TS_TASK_MAX_ACCESS);
   int devices[TS_RMCRT_MAX_DEVICES], ndev = used_devices(r, devices);
   size_t cells = (size_t)n0 * n1 * r->p.n[2];
   /* data items: per patch its temperature and host medium, its divQ, its medium on each GPU */
@@ -410,9 +413,6 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
       }
 #endif
   }
-  if (np > TS_TASK_MAX_ACCESS - 1)
-    st = ts_error(TS_ERR_INPUT, "rmcrt: couple = energy takes at most %d patches",
-                  TS_TASK_MAX_ACCESS - 1);
   double t0 = omp_get_wtime();
   if (st == TS_OK)
     st = ts_runtime_run(rt, tasks, nt);

@@ -87,9 +87,9 @@ static ts_status read_coupling(rmcrt_case *k, const ts_case_options *opt) {
   }
   if (p->patches > p->n[2])
     p->patches = p->n[2];
-  if (p->patches > TS_TASK_MAX_ACCESS - 1)
+  if (p->patches > TS_TASK_MAX_ACCESS)
     return ts_config_error(k->cfg, "parallel", "subdomains",
-                           "couple = energy takes at most %d patches", TS_TASK_MAX_ACCESS - 1);
+                           "couple = energy takes at most %d patches", TS_TASK_MAX_ACCESS);
   return TS_OK;
 }
 
