@@ -232,10 +232,10 @@ static ts_status keep_or_drop_cpu(ts_swe *s, int axis, const double *work, int l
       best_cuts(work, len, g, gpu_costs, least, cut);
     ts_decomp next;
     st = bands_at(&next, &s->decomp, axis, g, cut);
-    if (st == TS_OK)
+    if (st == TS_OK) {
       st = swe_rebuild(s, &next, devices, s->ghost_expansion);
-    if (st == TS_OK)
       ts_decomp_destroy(&next);
+    }
     *dropped = 1;
   }
   free(devices), free(gpu_costs), free(cut);
@@ -303,12 +303,13 @@ static ts_status measure_and_move(ts_swe *s, int speeds) {
   if (st == TS_OK && !dropped && predicted > 0 && pays && changes) {
     ts_decomp d;
     st = bands_at(&d, &s->decomp, axis, count, cut);
-    for (int k = 0; k < count && st == TS_OK; k++)
-      b->moved_cells += (int64_t)abs(s->decomp.boxes[k].lo[axis] - cut[k]) * s->decomp.n[1 - axis];
-    if (st == TS_OK)
+    if (st == TS_OK) {
+      for (int k = 0; k < count; k++)
+        b->moved_cells +=
+            (int64_t)abs(s->decomp.boxes[k].lo[axis] - cut[k]) * s->decomp.n[1 - axis];
       st = swe_rebuild(s, &d, NULL, s->ghost_expansion);
-    if (st == TS_OK)
       ts_decomp_destroy(&d);
+    }
   }
   if (dropped || (st == TS_OK && predicted > 0 && pays && changes)) {
     b->last_move_s = omp_get_wtime() - t0;
