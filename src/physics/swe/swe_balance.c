@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "physics/swe/swe_internal.h"
 
@@ -42,6 +43,7 @@ ts_status swe_balance_init(ts_swe *s) {
                                          "where the split is balanced");
   }
   b->interval = par->rebalance_interval > 0 ? par->rebalance_interval : 100;
+  b->probe_steps = par->rebalance_interval > 0 ? par->rebalance_interval : SWE_STATIC_PROBE_STEPS;
   if (b->mode == TS_BALANCE_DYNAMIC && par->rebalance_interval == 0)
     swe_tune_rule(s, "rebalance_interval", "100",
                   "a measurement (one reduction over the ranks) every 100 steps costs well under "
@@ -66,9 +68,11 @@ ts_status swe_balance_init(ts_swe *s) {
 double swe_balance_slow_down(const ts_swe *s, const swe_part *p, double t0) {
   if (p->sub != s->balance.slow_sub || !(s->balance.slow_factor > 1))
     return omp_get_wtime() - t0;
-  double spent = omp_get_wtime() - t0, until = t0 + spent * s->balance.slow_factor;
-  while (omp_get_wtime() < until)
-    ;
+  /* asleep for the rest, as the study emulated slow devices: the core is left to the others,
+   * so the stretch holds on a loaded machine too */
+  double extra = (omp_get_wtime() - t0) * (s->balance.slow_factor - 1);
+  struct timespec nap = {(time_t)extra, (long)((extra - (double)(time_t)extra) * 1e9)};
+  nanosleep(&nap, NULL);
   return omp_get_wtime() - t0;
 }
 
@@ -215,7 +219,7 @@ static ts_status keep_or_drop_cpu(ts_swe *s, int axis, const double *work, int l
   snprintf(reason, sizeof reason,
            "predicted over the %d-step speed probe: GPUs alone %.4g s, with the CPU %.4g s (%.4g "
            "s balanced compute + %.4g s of exchanges and host-driven steps)",
-           SWE_STATIC_PROBE_STEPS, alone_s, with_cpu_s, split_s, with_cpu_s - split_s);
+           s->balance.probe_steps, alone_s, with_cpu_s, split_s, with_cpu_s - split_s);
   ts_swe_decision *d = swe_tune_rule(s, "devices", drop ? choice : all, reason);
   if (d) {
     d->ncandidates = 2;
@@ -338,7 +342,7 @@ ts_status swe_balance_after_steps(ts_swe *s, int steps) {
     return TS_OK;
   }
   b->steps += steps;
-  if (b->steps < (b->probing ? SWE_STATIC_PROBE_STEPS : b->interval))
+  if (b->steps < (b->probing ? b->probe_steps : b->interval))
     return TS_OK;
   b->steps = 0;
   int speeds = b->probing;

@@ -303,7 +303,7 @@ typedef struct swe_tune_state {
 } swe_tune_state;
 
 /* The load balancer's state (swe_balance.c). */
-enum { SWE_STATIC_PROBE_STEPS = 5 }; /* steps that time the devices' speeds */
+enum { SWE_STATIC_PROBE_STEPS = 5 }; /* steps that time the devices' speeds (by default) */
 typedef struct swe_balance_state {
   ts_balance_mode mode; /* auto resolved */
   int started;          /* the warm-up step after tuning is behind: measurements run */
@@ -311,6 +311,7 @@ typedef struct swe_balance_state {
   int done;             /* static: the one move is made; or one subdomain left */
   double probe_start;   /* wall clock at the start of the speed probe */
   int interval, steps;  /* steps between measurements, steps since the last */
+  int probe_steps;      /* of the speed probe: SWE_STATIC_PROBE_STEPS, or the interval given */
   int rebalances, measurements;
   int64_t moved_cells;
   double move_s, last_move_s, imbalance_before, imbalance_after;
