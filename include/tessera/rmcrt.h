@@ -39,6 +39,10 @@ typedef struct ts_rmcrt_params {
 typedef struct ts_rmcrt ts_rmcrt;
 
 void ts_rmcrt_params_default(ts_rmcrt_params *p);
+/* The absorption coefficient (1/m) of Burns & Christon (1997) at the centre of cell (i, j, k)
+ * of n cells: 0.9 (1 - 2|x - 1/2|)(1 - 2|y - 1/2|)(1 - 2|z - 1/2|) + 0.1, x, y, z as fractions
+ * of the box. */
+double ts_rmcrt_burns_christon(const int n[3], int i, int j, int k);
 /* absorption (1/m) and temperature (K) per cell, indexed i + n0 (j + n1 k), copied. */
 ts_status ts_rmcrt_create(ts_rmcrt **out, const ts_rmcrt_params *p, const double *absorption,
                           const double *temperature);

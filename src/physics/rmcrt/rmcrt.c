@@ -43,6 +43,11 @@ void ts_rmcrt_params_default(ts_rmcrt_params *p) {
     p->wall_emissivity[f] = 1.0;
 }
 
+double ts_rmcrt_burns_christon(const int n[3], int i, int j, int k) {
+  double x = (i + 0.5) / n[0], y = (j + 0.5) / n[1], z = (k + 0.5) / n[2];
+  return 0.9 * (1 - 2 * fabs(x - 0.5)) * (1 - 2 * fabs(y - 0.5)) * (1 - 2 * fabs(z - 0.5)) + 0.1;
+}
+
 static ts_status check_params(const ts_rmcrt_params *p) {
   for (int a = 0; a < 3; a++) {
     if (p->n[a] < 1 || p->n[a] > 100000)

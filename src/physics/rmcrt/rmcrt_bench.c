@@ -25,11 +25,8 @@ static ts_status timed(const ts_rmcrt_params *p, double *rays_per_s, double *cro
   for (int z = 0; z < p->n[2]; z++)
     for (int y = 0; y < p->n[1]; y++)
       for (int x = 0; x < p->n[0]; x++) {
-        double fx = (x + 0.5) / p->n[0], fy = (y + 0.5) / p->n[1], fz = (z + 0.5) / p->n[2];
         size_t c = x + (size_t)p->n[0] * (y + (size_t)p->n[1] * z);
-        kappa[c] =
-            0.9 * (1 - 2 * fabs(fx - 0.5)) * (1 - 2 * fabs(fy - 0.5)) * (1 - 2 * fabs(fz - 0.5)) +
-            0.1;
+        kappa[c] = ts_rmcrt_burns_christon(p->n, x, y, z);
         temp[c] = pow(1.0 / p->sigma, 0.25);
       }
   ts_rmcrt *r;

@@ -160,13 +160,6 @@ static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
   return ts_case_out_dir(k->cfg, opt, &k->out_dir);
 }
 
-/* Burns & Christon (1997): kappa = 0.9 (1 - 2|x - 1/2|)(1 - 2|y - 1/2|)(1 - 2|z - 1/2|) + 0.1
- * at the cell centres of the unit cube (x, y, z as fractions of the lengths). */
-static double burns_christon(const ts_rmcrt_params *p, int i, int j, int k) {
-  double x = (i + 0.5) / p->n[0], y = (j + 0.5) / p->n[1], z = (k + 0.5) / p->n[2];
-  return 0.9 * (1 - 2 * fabs(x - 0.5)) * (1 - 2 * fabs(y - 0.5)) * (1 - 2 * fabs(z - 0.5)) + 0.1;
-}
-
 static ts_status write_outputs(const rmcrt_case *k, const double *divq, const double *kappa,
                                const double *temperature) {
   const ts_rmcrt_params *p = &k->p;
@@ -271,7 +264,7 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
     for (int y = 0; y < p->n[1]; y++)
       for (int x = 0; x < p->n[0]; x++) {
         size_t c = x + (size_t)p->n[0] * (y + (size_t)p->n[1] * z);
-        kappa[c] = k->burns_christon ? burns_christon(p, x, y, z) : k->absorption;
+        kappa[c] = k->burns_christon ? ts_rmcrt_burns_christon(p->n, x, y, z) : k->absorption;
         temp[c] = k->temperature;
       }
   ts_rmcrt *r = NULL;
