@@ -141,9 +141,10 @@ if [ "$what" = malpasset-gpus ]; then
     echo "max_h.asc: the same bytes on 1 GPU, all GPUs in one process and one rank per GPU"
 fi
 
-# Load balance on one GPU and its host (issue 16): Malpasset at 10 m (4000 s, float) on 2
-# subdomains of GPU 0 and on GPU 0 + the CPU cores, each balance mode in one command against the
-# GPU alone; the fully wet basin (8192^2) on GPU 0 alone and with the CPU cores (static balance).
+# Load balance on one GPU and its host (issue 16): Malpasset at 10 m (4000 s, float) and the
+# circular dam break at 4096^2 on 2 subdomains of GPU 0 and on GPU 0 + the CPU cores, each
+# balance mode in one command against the GPU alone; the fully wet basin (8192^2) on GPU 0 alone
+# and with the CPU cores (static balance).
 if [ "$what" = balance ]; then
   m=$root/examples/malpasset
   d=$m/data
@@ -156,6 +157,17 @@ if [ "$what" = balance ]; then
     for devs_case in 0 0,cpu; do
       "$T" bench swe --backend cuda --size 8192 --steps 50 --devices $devs_case         --decomposition rows --balance static
     done
+    # the study's circular dam break over three bumps at 4096^2 (water in the south: rows), to
+    # CIRCULAR_END seconds (default 10)
+    c=$root/examples/circular_dambreak
+    cend=${CIRCULAR_END:-10}
+    sh "$c/make_case.sh" 4096 /tmp/circular4096
+    circ=(--set parallel.backend=cuda --set swe.bed=/tmp/circular4096/bed.asc.gz
+      --set swe.initial_depth=/tmp/circular4096/depth.asc.gz --set time.end="$cend"
+      --set output.times="$cend")
+    "$T" bench balance "$c/circular_dambreak.ini" "${circ[@]}" --set parallel.devices=0 --modes off       --json "$out/circular_1gpu.json"
+    "$T" bench balance "$c/circular_dambreak.ini" "${circ[@]}" --set parallel.devices=0,0       --set parallel.decomposition=rows --json "$out/circular_2sub.json"
+    "$T" bench balance "$c/circular_dambreak.ini" "${circ[@]}" --set parallel.devices=0,cpu       --set parallel.decomposition=rows --modes static,dynamic,auto       --json "$out/circular_gpu_cpu.json"
   } 2>&1 | tee "$out/balance.log"
 fi
 

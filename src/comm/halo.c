@@ -255,10 +255,14 @@ static inline void copy_run(char *dst, const char *src, size_t n) {
 }
 
 /* Packs (to = NULL: from field into buf), unpacks (from = NULL) or copies field to field, run
- * by run along x. Returns bytes moved. */
+ * by run along x, the runs shared by the threads when `threaded` (a large copy: a subdomain's
+ * cells moving to a new owner in the same process). Returns bytes moved. */
 static size_t move_box(const halo_xfer *x, int nfields, const ts_halo_field *from,
-                       const ts_halo_field *to, char *buf, const ts_halo_field *layout) {
+                       const ts_halo_field *to, char *buf, const ts_halo_field *layout,
+                       int threaded) {
   const ts_box *b = &x->box;
+  int ny = b->hi[1] - b->lo[1];
+  int64_t runs = (int64_t)ny * (b->hi[2] - b->lo[2]);
   size_t moved = 0;
   for (int f = 0; f < nfields; f++) {
     uint32_t mask = comp_mask(&layout[f], x->dir);
@@ -266,14 +270,15 @@ static size_t move_box(const halo_xfer *x, int nfields, const ts_halo_field *fro
     for (int c = 0; c < layout[f].ncomp; c++) {
       if (!(mask >> c & 1u))
         continue;
-      for (int z = b->lo[2]; z < b->hi[2]; z++) {
-        for (int y = b->lo[1]; y < b->hi[1]; y++) {
-          char *dst = to ? element(&to[f], c, b->lo[0], y, z) : buf + moved;
-          const char *src = from ? element(&from[f], c, b->lo[0], y, z) : buf + moved;
-          copy_run(dst, src, run);
-          moved += run;
-        }
+#pragma omp parallel for schedule(static) if (threaded)
+      for (int64_t r = 0; r < runs; r++) {
+        int y = b->lo[1] + (int)(r % ny), z = b->lo[2] + (int)(r / ny);
+        char *dst = to ? element(&to[f], c, b->lo[0], y, z) : buf + moved + (size_t)r * run;
+        const char *src =
+            from ? element(&from[f], c, b->lo[0], y, z) : buf + moved + (size_t)r * run;
+        copy_run(dst, src, run);
       }
+      moved += (size_t)runs * run;
     }
   }
   return moved;
@@ -360,21 +365,37 @@ ts_status ts_halo_set_transport(ts_halo_plan *p, const ts_halo_transport *t) {
 
 ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo_field *dst) {
   int nf = p->nfields;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int k = 0; k < p->nlocal; k++) {
-    halo_xfer *x = &p->local[k];
-    double t0 = omp_get_wtime();
-    ts_halo_field moved[8];
-    const ts_halo_field *from = source_fields(x, nf, src + (size_t)x->src * nf, moved);
-    if (p->copier) {
-      uint32_t masks[8];
-      for (int f = 0; f < nf; f++)
-        masks[f] = comp_mask(&p->layout[f], x->dir);
-      p->copier(&x->box, nf, masks, from, dst + (size_t)x->dst * nf);
-    } else {
-      move_box(x, nf, from, dst + (size_t)x->dst * nf, NULL, p->layout);
+  /* Fewer copies than threads, one of them large (cells changing owner): the threads share
+   * each copy's rows instead of taking one copy each. */
+  int large = 0;
+  for (int k = 0; k < p->nlocal && !p->copier; k++)
+    large |= ts_box_cells(&p->local[k].box) >= ((int64_t)1 << 20);
+  if (large && p->nlocal < omp_get_max_threads()) {
+    for (int k = 0; k < p->nlocal; k++) {
+      halo_xfer *x = &p->local[k];
+      double t0 = omp_get_wtime();
+      ts_halo_field moved[8];
+      move_box(x, nf, source_fields(x, nf, src + (size_t)x->src * nf, moved),
+               dst + (size_t)x->dst * nf, NULL, p->layout, 1);
+      x->seconds = omp_get_wtime() - t0;
     }
-    x->seconds = omp_get_wtime() - t0;
+  } else {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int k = 0; k < p->nlocal; k++) {
+      halo_xfer *x = &p->local[k];
+      double t0 = omp_get_wtime();
+      ts_halo_field moved[8];
+      const ts_halo_field *from = source_fields(x, nf, src + (size_t)x->src * nf, moved);
+      if (p->copier) {
+        uint32_t masks[8];
+        for (int f = 0; f < nf; f++)
+          masks[f] = comp_mask(&p->layout[f], x->dir);
+        p->copier(&x->box, nf, masks, from, dst + (size_t)x->dst * nf);
+      } else {
+        move_box(x, nf, from, dst + (size_t)x->dst * nf, NULL, p->layout, 0);
+      }
+      x->seconds = omp_get_wtime() - t0;
+    }
   }
   for (int k = 0; k < p->nlocal; k++)
     p->times[p->local[k].dst].pack += p->local[k].seconds;
@@ -390,7 +411,7 @@ ts_status ts_halo_start(ts_halo_plan *p, const ts_halo_field *src, const ts_halo
       double t0 = omp_get_wtime();
       ts_halo_field moved[8];
       move_box(x, nf, source_fields(x, nf, src + (size_t)x->src * nf, moved), NULL,
-               p->sendbuf + x->offset, p->layout);
+               p->sendbuf + x->offset, p->layout, 0);
       x->seconds = omp_get_wtime() - t0;
     }
     for (int k = 0; k < p->nsends; k++)
@@ -423,7 +444,7 @@ ts_status ts_halo_finish(ts_halo_plan *p, const ts_halo_field *dst) {
   for (int k = 0; k < p->nrecvs; k++) {
     halo_xfer *x = &p->recvs[k];
     double t1 = omp_get_wtime();
-    move_box(x, nf, NULL, dst + (size_t)x->dst * nf, p->recvbuf + x->offset, p->layout);
+    move_box(x, nf, NULL, dst + (size_t)x->dst * nf, p->recvbuf + x->offset, p->layout, 0);
     x->seconds = omp_get_wtime() - t1;
   }
   for (int k = 0; k < p->nrecvs; k++)

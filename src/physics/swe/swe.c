@@ -300,6 +300,8 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
   ts_decomp_kind kind = par->decomposition;
   if (kind == TS_DECOMP_AUTO && count > 1 && par->balance != TS_BALANCE_OFF)
     kind = s->nx <= s->ny ? TS_DECOMP_ROWS : TS_DECOMP_COLUMNS; /* the balancer moves bands */
+  if (s->backend == TS_BACKEND_CUDA && s->nranks == 1 && lists_cpu(par))
+    count = swe_balance_plan_cpu_trial(s, count, kind);
   TS_CALL(ts_decomp_create(&s->decomp, 2, n, count, kind, parts));
   s->p.parallel.weights = NULL;
   if (par->nweights > 0) {
@@ -311,7 +313,8 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     memcpy(s->weights, par->weights, sizeof(double) * (size_t)count);
     s->p.parallel.weights = s->weights;
     TS_CALL(ts_decomp_weigh(&s->decomp, s->weights));
-  } else if (s->backend == TS_BACKEND_CUDA && s->nranks == 1 && lists_cpu(par)) {
+  } else if (s->backend == TS_BACKEND_CUDA && s->nranks == 1 && lists_cpu(par) &&
+             !s->balance.cpu_trial) {
     /* Until the balancer measures them, the CPU's subdomains start thin: a GPU is assumed 64
      * times as fast as the host's cores (an H100 against 16 cores: about 200 times). */
     double *prior = malloc(sizeof(double) * (size_t)count);
@@ -340,7 +343,8 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     if (s->sub_rank[sub] != s->rank)
       continue;
     swe_part *part;
-    s->sub_device[sub] = device_of(s, s->nparts);
+    s->sub_device[sub] =
+        s->balance.cpu_trial ? swe_balance_trial_gpu(s, sub) : device_of(s, s->nparts);
     TS_CALL(swe_part_create(&part, s, sub, s->sub_device[sub], in));
     s->parts[s->nparts++] = part;
     s->by_sub[sub] = part;
@@ -412,6 +416,7 @@ void ts_swe_destroy(ts_swe *s) {
   free(s->rain_sums);
   free(s->rain_step_max);
   free(s->weights);
+  free(s->balance.trial_devices);
   ts_raster_free(&s->loss_initial);
   ts_raster_free(&s->loss_rate);
   free(s);

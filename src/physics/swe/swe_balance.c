@@ -31,16 +31,17 @@ static int band_axis(const ts_decomp *d) {
 ts_status swe_balance_init(ts_swe *s) {
   const ts_swe_parallel *par = &s->p.parallel;
   swe_balance_state *b = &s->balance;
-  int bands = band_axis(&s->decomp) >= 0;
+  int bands = b->cpu_trial || band_axis(&s->decomp) >= 0;
+  int count = b->cpu_trial ? b->trial_count : s->decomp.count;
   b->mode = par->balance;
   if (b->mode == TS_BALANCE_AUTO) {
-    b->mode = s->decomp.count > 1 && bands ? TS_BALANCE_DYNAMIC : TS_BALANCE_OFF;
+    b->mode = count > 1 && bands ? TS_BALANCE_DYNAMIC : TS_BALANCE_OFF;
     swe_tune_rule(s, "balance", b->mode == TS_BALANCE_DYNAMIC ? "dynamic" : "off",
-                  s->decomp.count == 1 ? "one subdomain"
-                  : !bands             ? "the subdomains are tiles: only bands are balanced"
-                                       : "dynamic: it measures every interval and moves only for a "
-                                         "gain larger than the last move cost, so it is off in effect "
-                                         "where the split is balanced");
+                  count == 1 ? "one subdomain"
+                  : !bands   ? "the subdomains are tiles: only bands are balanced"
+                             : "dynamic: it measures every interval and moves only for a "
+                               "gain larger than the last move cost, so it is off in effect "
+                               "where the split is balanced");
   }
   b->interval = par->rebalance_interval > 0 ? par->rebalance_interval : 100;
   b->probe_steps = par->rebalance_interval > 0 ? par->rebalance_interval : SWE_STATIC_PROBE_STEPS;
@@ -54,10 +55,11 @@ ts_status swe_balance_init(ts_swe *s) {
                     "swe: balance moves the boundaries of bands: use decomposition rows or "
                     "columns (not %d x %d tiles)",
                     s->decomp.parts[0], s->decomp.parts[1]);
-  if (s->decomp.count == 1)
+  if (count == 1)
     b->mode = TS_BALANCE_OFF;
   const char *fail = getenv("TESSERA_TEST_FAIL_MOVE");
   b->fail_move_rank = fail ? atoi(fail) : -1;
+  b->keep_cpu = getenv("TESSERA_TEST_KEEP_CPU") != NULL;
   const char *slow = getenv("TESSERA_TEST_SLOWDOWN");
   b->slow_sub = -1;
   if (slow && sscanf(slow, "%d:%lf", &b->slow_sub, &b->slow_factor) != 2)
@@ -169,6 +171,37 @@ static ts_status bands_at(ts_decomp *d, const ts_decomp *like, int axis, int cou
   return TS_OK;
 }
 
+/* "0,cpu" for devices {0, -1}; with gpus_only the GPUs alone. */
+static void device_list(const int *devices, int count, int gpus_only, char *out, size_t size) {
+  out[0] = 0;
+  for (int k = 0, n = 0; k < count; k++) {
+    if (gpus_only && devices[k] < 0)
+      continue;
+    size_t at = strlen(out);
+    if (devices[k] < 0)
+      snprintf(out + at, size - at, "%scpu", n++ ? "," : "");
+    else
+      snprintf(out + at, size - at, "%s%d", n++ ? "," : "", devices[k]);
+  }
+}
+
+/* The tuner's `devices` decision: the split with the CPU (with_s) against the GPUs alone
+ * (alone_s), both predicted seconds. */
+static void log_devices(ts_swe *s, const int *devices, int count, int keep, double with_s,
+                        double alone_s, const char *reason) {
+  char all[24], gpus[24];
+  device_list(devices, count, 0, all, sizeof all);
+  device_list(devices, count, 1, gpus, sizeof gpus);
+  ts_swe_decision *d = swe_tune_rule(s, "devices", keep ? all : gpus, reason);
+  if (d) {
+    d->ncandidates = 2;
+    snprintf(d->candidates[0], sizeof d->candidates[0], "%s", all);
+    snprintf(d->candidates[1], sizeof d->candidates[1], "%s", gpus);
+    d->seconds[0] = with_s;
+    d->seconds[1] = alone_s;
+  }
+}
+
 /* With GPUs and the CPU in one run (one process): whether the CPU's subdomains pay for what
  * they cost. Over the speed probe, the GPUs alone would take the fastest GPU's seconds per cell
  * x the work (their steps on the device, without the host); the split takes its predicted
@@ -193,7 +226,7 @@ static ts_status keep_or_drop_cpu(ts_swe *s, int axis, const double *work, int l
       gpu_rate += 1 / fmax(cost[k], 1e-300);
   }
   double alone_s = total / gpu_rate, with_cpu_s = split_s + fmax(wall_s - busiest, 0.0);
-  char choice[24] = "", all[24] = "", reason[200];
+  char reason[200];
   int *devices = malloc(sizeof(int) * (size_t)count);
   double *gpu_costs = malloc(sizeof(double) * (size_t)count);
   int *cut = malloc(sizeof(int) * (size_t)(count + 1));
@@ -202,32 +235,17 @@ static ts_status keep_or_drop_cpu(ts_swe *s, int axis, const double *work, int l
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
   }
   int g = 0;
-  for (int k = 0; k < count; k++) {
-    int dev = s->sub_device[k];
-    size_t at = strlen(all);
-    if (dev < 0) {
-      snprintf(all + at, sizeof all - at, "%scpu", k ? "," : "");
-      continue;
+  for (int k = 0; k < count; k++)
+    if (s->sub_device[k] >= 0) {
+      devices[g] = s->sub_device[k];
+      gpu_costs[g++] = cost[k];
     }
-    snprintf(all + at, sizeof all - at, "%s%d", k ? "," : "", dev);
-    at = strlen(choice);
-    snprintf(choice + at, sizeof choice - at, "%s%d", g ? "," : "", dev);
-    devices[g] = dev;
-    gpu_costs[g++] = cost[k];
-  }
   int drop = alone_s <= with_cpu_s;
   snprintf(reason, sizeof reason,
            "predicted over the %d-step speed probe: GPUs alone %.4g s, with the CPU %.4g s (%.4g "
            "s balanced compute + %.4g s of exchanges and host-driven steps)",
            s->balance.probe_steps, alone_s, with_cpu_s, split_s, with_cpu_s - split_s);
-  ts_swe_decision *d = swe_tune_rule(s, "devices", drop ? choice : all, reason);
-  if (d) {
-    d->ncandidates = 2;
-    snprintf(d->candidates[0], sizeof d->candidates[0], "%s", all);
-    snprintf(d->candidates[1], sizeof d->candidates[1], "%s", choice);
-    d->seconds[0] = with_cpu_s;
-    d->seconds[1] = alone_s;
-  }
+  log_devices(s, s->sub_device, count, !drop, with_cpu_s, alone_s, reason);
   ts_status st = TS_OK;
   if (drop) {
     int least = s->halo_width > 1 ? s->halo_width : 1;
@@ -244,6 +262,213 @@ static ts_status keep_or_drop_cpu(ts_swe *s, int axis, const double *work, int l
   }
   free(devices), free(gpu_costs), free(cut);
   return st;
+}
+
+int swe_balance_plan_cpu_trial(ts_swe *s, int count, ts_decomp_kind kind) {
+  const ts_swe_parallel *par = &s->p.parallel;
+  swe_balance_state *b = &s->balance;
+  int gpus = 0;
+  for (int sub = 0; sub < count; sub++)
+    gpus += par->devices[sub % par->ndevices] >= 0;
+  if (par->balance == TS_BALANCE_OFF || par->nweights > 0 || gpus == 0 || gpus == count ||
+      (kind != TS_DECOMP_ROWS && kind != TS_DECOMP_COLUMNS))
+    return count;
+  b->trial_devices = malloc(sizeof(int) * (size_t)count);
+  if (!b->trial_devices)
+    return count; /* no trial: the split with the CPU is built at once */
+  for (int sub = 0; sub < count; sub++)
+    b->trial_devices[sub] = par->devices[sub % par->ndevices];
+  b->cpu_trial = 1;
+  b->trial_count = count;
+  b->trial_axis = kind == TS_DECOMP_COLUMNS ? 0 : 1;
+  return gpus;
+}
+
+int swe_balance_trial_gpu(const ts_swe *s, int sub) {
+  const swe_balance_state *b = &s->balance;
+  for (int k = 0, g = 0; k < b->trial_count; k++)
+    if (b->trial_devices[k] >= 0 && g++ == sub)
+      return b->trial_devices[k];
+  return 0;
+}
+
+/* The CPU's seconds per cell and step on a copy of `band` of the current state: a solver of its
+ * own on `threads` host cores, every cell computed, walls around the band; one step to warm up,
+ * then `steps` timed. The run's state is read, never changed. */
+static ts_status time_cpu_on_band(ts_swe *s, const ts_box *band, int steps, int threads,
+                                  double *cost) {
+  int nx = band->hi[0] - band->lo[0], ny = band->hi[1] - band->lo[1];
+  int64_t n = (int64_t)nx * ny;
+  double cs = s->bed.cellsize, xll = s->bed.xll + band->lo[0] * cs;
+  double yll = s->bed.yll + band->lo[1] * cs;
+  ts_raster in[5] = {{0}}; /* bed, depth, hu, hv, friction */
+  int *ci = malloc(sizeof(int) * (size_t)n), *cj = malloc(sizeof(int) * (size_t)n);
+  ts_swe_var *var = malloc(sizeof *var * (size_t)n);
+  ts_status st = ci && cj && var ? TS_OK : ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  for (int r = 0; r < 5 && st == TS_OK; r++)
+    if (r < 4 || s->has_friction)
+      st = ts_raster_alloc(&in[r], nx, ny, xll, yll, cs, s->bed.nodata);
+  for (int64_t c = 0; c < n && st == TS_OK; c++) {
+    ci[c] = band->lo[0] + (int)(c % nx);
+    cj[c] = band->lo[1] + (int)(c / nx);
+    int64_t g = ci[c] + (int64_t)cj[c] * s->nx;
+    in[0].v[c] = s->bed.v[g];
+    if (s->has_friction)
+      in[4].v[c] = s->friction.v[g];
+  }
+  const ts_swe_var vars[3] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV};
+  for (int q = 0; q < 3 && st == TS_OK; q++) {
+    for (int64_t c = 0; c < n; c++)
+      var[c] = vars[q];
+    st = ts_swe_probe(s, (int)n, ci, cj, var, in[1 + q].v);
+    for (int64_t c = 0; c < n && st == TS_OK; c++)
+      if (!isfinite(in[1 + q].v[c]))
+        in[1 + q].v[c] = 0; /* inactive cells */
+  }
+  ts_swe *trial = NULL;
+  if (st == TS_OK) {
+    ts_swe_params p;
+    ts_swe_params_default(&p);
+    p.precision = s->p.precision, p.gravity = s->p.gravity, p.cfl = s->p.cfl;
+    p.theta = s->p.theta, p.rk_order = s->p.rk_order, p.dry_depth = s->p.dry_depth;
+    p.friction = s->p.friction, p.friction_value = s->p.friction_value;
+    p.tile_size = s->p.tile_size, p.arrival_depth = s->p.arrival_depth;
+    p.early_exit = 0;
+    p.parallel.backend = TS_BACKEND_CPU;
+    p.parallel.subdomains = 1;
+    p.parallel.balance = TS_BALANCE_OFF;
+    st = ts_swe_create(&trial, &p, &in[0], &in[1], &in[2], &in[3], s->has_friction ? &in[4] : NULL);
+  }
+  double dt, mark = 0;
+  for (int k = 0; k <= steps && st == TS_OK; k++) {
+    if (k == 0)
+      trial->parts[0]->threads = threads;
+    st = ts_swe_step(trial, 1e9, &dt);
+    if (k == 0)
+      mark = trial->parts[0]->compute_s;
+  }
+  if (st == TS_OK)
+    *cost = (trial->parts[0]->compute_s - mark) / ((double)steps * (double)n);
+  ts_swe_destroy(trial);
+  for (int r = 0; r < 5; r++)
+    ts_raster_free(&in[r]);
+  free(ci), free(cj), free(var);
+  return st;
+}
+
+/* GPUs with the CPU (one process): after the speed probe of the GPUs alone (host-driven steps,
+ * every cell computed), the CPU is timed on a copy of the band it would start with, and the
+ * split with it is predicted: its balanced compute plus what a host-driven step costs beyond
+ * computing (measured over the probe), against the GPUs alone (one GPU: its busy time, as its
+ * steps run from a CUDA graph). Only when the CPU could pay is the split with it built, and
+ * measured again by the probe (keep_or_drop_cpu); otherwise the run goes on as it is, having
+ * built nothing for the CPU. */
+static ts_status measure_and_move(ts_swe *s, int speeds);
+
+static ts_status try_cpu(ts_swe *s, int steps) {
+  swe_balance_state *b = &s->balance;
+  int count = b->trial_count, axis = b->trial_axis, len = s->decomp.n[axis], ngpu = 0;
+  double wall_s = (omp_get_wtime() - b->probe_start) / steps, busiest = 0, gpu_rate = 0;
+  double *work = calloc((size_t)len, sizeof(double)), *cost = malloc(sizeof(double) * count);
+  int *cut = malloc(sizeof(int) * (size_t)(count + 1));
+  if (!work || !cost || !cut) {
+    free(work), free(cost), free(cut);
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  }
+  for (int k = 0; k < s->nparts; k++) { /* parts in subdomain order: the GPUs' in the split */
+    swe_part *p = s->parts[k];
+    double busy = (swe_part_compute_seconds(p) - p->balance_mark) / steps, cells = 0;
+    memset(work, 0, sizeof(double) * (size_t)len);
+    add_work(p, axis, work);
+    for (int r = 0; r < len; r++)
+      cells += work[r];
+    busiest = fmax(busiest, busy);
+    cost[k] = busy / fmax(cells, 1.0);
+    gpu_rate += 1 / fmax(cost[k], 1e-300);
+  }
+  memset(work, 0, sizeof(double) * (size_t)len);
+  add_active_cells(s, axis, work);
+  double total = 0;
+  for (int r = 0; r < len; r++)
+    total += work[r];
+  /* the CPU's first band: 1/64 of the grid (a GPU assumed 64 times as fast), 16 cells or more */
+  double *prior = malloc(sizeof(double) * (size_t)count);
+  ts_decomp first = {0};
+  int n[3] = {s->decomp.n[0], s->decomp.n[1], 1}, cpu_sub = -1;
+  ts_status st = prior ? TS_OK : ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  for (int k = 0; k < count && st == TS_OK; k++) {
+    prior[k] = b->trial_devices[k] < 0 ? 1.0 / 64 : 1.0;
+    ngpu += b->trial_devices[k] >= 0;
+    if (b->trial_devices[k] < 0 && cpu_sub < 0)
+      cpu_sub = k;
+  }
+  if (st == TS_OK)
+    st =
+        ts_decomp_create(&first, 2, n, count, axis == 0 ? TS_DECOMP_COLUMNS : TS_DECOMP_ROWS, NULL);
+  if (st == TS_OK)
+    st = ts_decomp_weigh(&first, prior);
+  double cpu_cost = 0, t0 = omp_get_wtime();
+  if (st == TS_OK) {
+    ts_box band = first.boxes[cpu_sub];
+    int thin = 16 - (band.hi[axis] - band.lo[axis]);
+    if (thin > 0) {
+      band.lo[axis] = band.lo[axis] - thin / 2 > 0 ? band.lo[axis] - thin / 2 : 0;
+      band.hi[axis] = band.lo[axis] + 16 < len ? band.lo[axis] + 16 : len;
+    }
+    int threads = (omp_get_max_threads() - ngpu) / (count - ngpu);
+    st = time_cpu_on_band(s, &band, b->probe_steps, threads > 1 ? threads : 1, &cpu_cost);
+  }
+  double trial_s = omp_get_wtime() - t0;
+  ts_decomp_destroy(&first);
+  free(prior);
+  /* per step: the GPUs alone, and the split with the CPU */
+  double host_s = fmax(wall_s - busiest, 0.0), alone_s = total / gpu_rate + (ngpu > 1 ? host_s : 0);
+  double *all_cost = malloc(sizeof(double) * (size_t)count), with_s = INFINITY;
+  if (st == TS_OK && !all_cost)
+    st = ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  int least = s->halo_width > 1 ? s->halo_width : 1;
+  if (st == TS_OK && len >= least * count) {
+    for (int k = 0, g = 0; k < count; k++)
+      all_cost[k] = b->trial_devices[k] < 0 ? cpu_cost : cost[g++];
+    with_s = best_cuts(work, len, count, all_cost, least, cut) + host_s;
+  }
+  int keep = st == TS_OK && (with_s < alone_s || b->keep_cpu);
+  if (st == TS_OK) {
+    char reason[200];
+    snprintf(reason, sizeof reason,
+             "CPU tried on a copy of a band: %.3g ns/cell (GPU %.3g), %.2g s; per step predicted: "
+             "GPUs alone %.4g s, with the CPU %.4g s (%.3g s host-driven)%s",
+             cpu_cost * 1e9, cost[0] * 1e9, trial_s, alone_s, with_s, host_s,
+             keep && !(with_s < alone_s) ? "; kept for a test" : "");
+    log_devices(s, b->trial_devices, count, keep, with_s * steps, alone_s * steps, reason);
+  }
+  b->cpu_trial = 0;
+  b->move_s += trial_s;
+  if (keep) { /* the split with the CPU, by the speeds; the probe measures it again */
+    ts_decomp d;
+    double m0 = omp_get_wtime();
+    st = bands_at(&d, &s->decomp, axis, count, cut);
+    if (st == TS_OK) {
+      for (int k = 0; k < count; k++)
+        if (b->trial_devices[k] < 0)
+          b->moved_cells += (int64_t)(cut[k + 1] - cut[k]) * s->decomp.n[1 - axis];
+      st = swe_rebuild(s, &d, b->trial_devices, s->ghost_expansion);
+      ts_decomp_destroy(&d);
+    }
+    b->last_move_s = omp_get_wtime() - m0;
+    b->move_s += b->last_move_s;
+    b->rebalances++;
+    b->started = b->done = 0;
+  }
+  free(work), free(cost), free(cut), free(all_cost);
+  if (st != TS_OK || keep)
+    return st;
+  if (s->decomp.count > 1) /* several GPUs: sized by their speeds */
+    return measure_and_move(s, 1);
+  set_early_exit(s, s->early_exit);
+  b->done = 1;
+  mark_parts(s);
+  return TS_OK;
 }
 
 /* Measures what the subdomains cost since the last measurement and moves the boundaries when
@@ -342,11 +567,14 @@ ts_status swe_balance_after_steps(ts_swe *s, int steps) {
     return TS_OK;
   }
   b->steps += steps;
-  if (b->steps < (b->probing ? b->probe_steps : b->interval))
+  int taken = b->steps;
+  if (taken < (b->probing ? b->probe_steps : b->interval))
     return TS_OK;
   b->steps = 0;
   int speeds = b->probing;
   b->probing = 0;
   b->done = b->mode == TS_BALANCE_STATIC;
+  if (speeds && b->cpu_trial)
+    return try_cpu(s, taken);
   return measure_and_move(s, speeds);
 }

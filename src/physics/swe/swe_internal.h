@@ -318,6 +318,12 @@ typedef struct swe_balance_state {
   int slow_sub;       /* TESSERA_TEST_SLOWDOWN=SUB:FACTOR: a subdomain made slower, -1 */
   double slow_factor; /* (a test of the balancer: its compute takes FACTOR times as long) */
   int fail_move_rank; /* TESSERA_TEST_FAIL_MOVE=RANK: that rank fails to build a moved part */
+  /* GPUs with the CPU in one process: the GPUs start alone, and after the speed probe the CPU
+   * is tried on a copy of a band (swe_balance.c); only when it could pay is the split with it
+   * built. The split asked for: its subdomains and their devices (-1: the CPU), band axis. */
+  int cpu_trial;
+  int trial_count, *trial_devices, trial_axis;
+  int keep_cpu; /* TESSERA_TEST_KEEP_CPU set: the trial keeps the CPU (a test of that path) */
 } swe_balance_state;
 
 struct ts_swe {
@@ -424,6 +430,13 @@ ts_swe_decision *swe_tune_rule(ts_swe *s, const char *knob, const char *choice, 
  * steps taken after each advance (collective: it may move boundaries); and the seconds a phase
  * of part p took since t0, stretched for the subdomain TESSERA_TEST_SLOWDOWN names. */
 ts_status swe_balance_init(ts_swe *s);
+/* Before the split is made (kind resolved, count subdomains): with GPUs and the CPU listed, in
+ * one process and with balance on, records the split asked for and returns the number of GPU
+ * subdomains to start with (their devices in s->balance.trial_devices' GPU entries, in order);
+ * otherwise returns count. */
+int swe_balance_plan_cpu_trial(ts_swe *s, int count, ts_decomp_kind kind);
+/* The device of subdomain `sub` of the starting split under a CPU trial. */
+int swe_balance_trial_gpu(const ts_swe *s, int sub);
 ts_status swe_balance_after_steps(ts_swe *s, int steps);
 double swe_balance_slow_down(const ts_swe *s, const swe_part *p, double t0);
 

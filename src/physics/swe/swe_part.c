@@ -28,6 +28,7 @@ static unsigned char global_active(const ts_swe *s, const ts_raster *dem, int gi
 static void fill_window(const swe_part *part, const ts_raster *r, void *dst) {
   if (!r || !r->v || !dst)
     return;
+#pragma omp parallel for schedule(static) num_threads(part->threads)
   for (int j = 0; j < part->ny; j++)
     for (int i = 0; i < part->nx; i++) {
       double v = r->v[(part->gi0 + i) + (int64_t)(part->gj0 + j) * r->ncols];
@@ -142,10 +143,12 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
     swe_part_destroy(part);
     return ts_error(TS_ERR_NOMEM, "swe: out of memory for a %d x %d subdomain", part->nx, part->ny);
   }
+#pragma omp parallel for schedule(static) num_threads(part->threads)
   for (int64_t c = 0; c < part->plane; c++) {
     part->arrival[c] = NAN;
     part->max_eta[c] = NAN;
   }
+#pragma omp parallel for schedule(static) num_threads(part->threads)
   for (int j = -SWE_GHOST; j < part->ny + SWE_GHOST; j++)
     for (int i = -SWE_GHOST; i < part->nx + SWE_GHOST; i++)
       part->active[swe_index(part, i, j)] = global_active(s, in->bed, lo[0] + i, lo[1] + j);

@@ -404,7 +404,7 @@ ts_status swe_step(ts_swe *s, double target, double *dt_taken) {
 
 int swe_steps_on_device(const ts_swe *s) {
   return s->backend == TS_BACKEND_CUDA && s->nparts == 1 && s->decomp.count == 1 &&
-         !swe_tuning(s) && s->parts[0]->k->capture_step;
+         !swe_tuning(s) && !s->balance.probing && s->parts[0]->k->capture_step;
 }
 
 ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
