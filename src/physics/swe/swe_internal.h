@@ -193,9 +193,10 @@ extern const swe_kernels swe_kernels_cuda_double;
 /* Creates the device side of a part on `device` from its host arrays (static data and state). */
 ts_status swe_cuda_attach_float(swe_part *s, int device);
 ts_status swe_cuda_attach_double(swe_part *s, int device);
-/* The state fields of a GPU part in device memory (w, hu, hv, w_carry). */
-int swe_cuda_fields_float(const swe_part *s, ts_halo_field *out);
-int swe_cuda_fields_double(const swe_part *s, ts_halo_field *out);
+/* The fields of a GPU part in device memory, as swe_part_fields gives the host's: the state (w,
+ * hu, hv, w_carry), with maxima also the four maxima and the five records. */
+int swe_cuda_fields_float(const swe_part *s, int with_maxima, ts_halo_field *out);
+int swe_cuda_fields_double(const swe_part *s, int with_maxima, ts_halo_field *out);
 /* Waits for a part's queued work. */
 void swe_cuda_sync(const swe_part *s);
 #endif

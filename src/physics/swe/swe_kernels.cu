@@ -1909,7 +1909,7 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
 };
 
 /* The state fields of a GPU part in device memory, for halo copies between devices. */
-extern "C" int SWE_CUDA_FIELDS(const swe_part *s, ts_halo_field *out) {
+extern "C" int SWE_CUDA_FIELDS(const swe_part *s, int with_maxima, ts_halo_field *out) {
   const swe_gpu *g = gpu_of(s);
   ts_halo_field f;
   memset(&f, 0, sizeof f);
@@ -1925,7 +1925,17 @@ extern "C" int SWE_CUDA_FIELDS(const swe_part *s, ts_halo_field *out) {
   f.lo[0] = s->gi0;
   f.lo[1] = s->gj0;
   out[0] = f;
-  return 1;
+  if (!with_maxima)
+    return 1;
+  f.elem = sizeof(double);
+  for (int a = 0; a < 4; a++)
+    f.comp[a] = g->max[a];
+  out[1] = f;
+  f.ncomp = 5;
+  for (int a = 0; a < 5; a++)
+    f.comp[a] = g->rec[a];
+  out[2] = f;
+  return SWE_MIGRATED_FIELDS;
 }
 
 #if !TS_REAL_DOUBLE /* once for both precisions */

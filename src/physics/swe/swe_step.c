@@ -60,6 +60,17 @@ static void drop_halo_plan(ts_swe *s) {
   s->halo = NULL;
 }
 
+/* The fields of part p where they live: device memory for a GPU part, host memory otherwise
+ * (swe_part_fields). */
+static int native_fields(const swe_part *p, int with_maxima, ts_halo_field *out) {
+#if TESSERA_HAVE_CUDA
+  if (p->gpu)
+    return p->p->precision == TS_DOUBLE ? swe_cuda_fields_double(p, with_maxima, out)
+                                        : swe_cuda_fields_float(p, with_maxima, out);
+#endif
+  return swe_part_fields(p, with_maxima, out);
+}
+
 ts_status swe_build_halo_plan(ts_swe *s) {
   drop_halo_plan(s);
   int nsub = s->decomp.count;
@@ -93,19 +104,8 @@ ts_status swe_build_halo_plan(ts_swe *s) {
     return ts_error(TS_ERR_NOMEM, "out of memory");
   for (int sub = 0; sub < nsub; sub++)
     halo_window(s, sub, &windows[sub]);
-  for (int k = 0; k < s->nparts; k++) {
-    ts_halo_field *f = &s->fields[s->parts[k]->sub];
-#if TESSERA_HAVE_CUDA
-    if (s->parts[k]->gpu) {
-      if (s->p.precision == TS_DOUBLE)
-        swe_cuda_fields_double(s->parts[k], f);
-      else
-        swe_cuda_fields_float(s->parts[k], f);
-      continue;
-    }
-#endif
-    swe_part_fields(s->parts[k], 0, f);
-  }
+  for (int k = 0; k < s->nparts; k++)
+    native_fields(s->parts[k], 0, &s->fields[s->parts[k]->sub]);
   ts_halo_field layout = s->fields[s->parts[0]->sub];
   ts_halo_spec spec = {.nsub = nsub,
                        .sub_rank = s->sub_rank,
@@ -473,11 +473,17 @@ static void per_sub_swap(ts_swe *s, per_sub *a) {
   *a = mine;
 }
 
+/* Whether a rebuild moves cells where they live (one process with GPU parts: device to device
+ * on a GPU, between host and device for parts on the CPU, by the GPU halo copier), not through
+ * the host mirrors (between ranks, and on the CPU). */
+static int migrates_natively(const ts_swe *s) { return s->device_halo && s->nranks == 1; }
+
 /* Moves the owned cells (state and maxima) of the old parts to the new ones, over the index
  * space of old subdomains (0 .. n-1, senders) and new ones (n .. n+m-1, receivers); parts kept
  * as they are send and receive nothing. */
 static ts_status migrate(ts_swe *s, const ts_decomp *old, swe_part **old_by_sub, const ts_decomp *d,
                          const per_sub *next, const int *kept) {
+  int native = migrates_natively(s);
   int n = old->count, m = d->count, nsub = n + m;
   ts_box *src = calloc((size_t)nsub, sizeof *src), *dst = calloc((size_t)nsub, sizeof *dst);
   int *rank = malloc(sizeof(int) * (size_t)nsub);
@@ -496,9 +502,16 @@ static ts_status migrate(ts_swe *s, const ts_decomp *old, swe_part **old_by_sub,
     swe_part *p = is_old ? old_by_sub[sub] : next->by_sub[sub];
     if (!p)
       continue;
-    if (is_old)
+#if TESSERA_HAVE_CUDA
+    if (native && p->gpu)
+      swe_cuda_sync(p); /* its steps, or its upload when it was built, are done */
+#endif
+    if (is_old && !native)
       swe_part_to_host(p);
-    swe_part_fields(p, 1, &(is_old ? from : to)[SWE_MIGRATED_FIELDS * k]);
+    if (native)
+      native_fields(p, 1, &(is_old ? from : to)[SWE_MIGRATED_FIELDS * k]);
+    else
+      swe_part_fields(p, 1, &(is_old ? from : to)[SWE_MIGRATED_FIELDS * k]);
   }
   ts_halo_plan *plan = NULL;
   if (st == TS_OK) {
@@ -512,10 +525,18 @@ static ts_status migrate(ts_swe *s, const ts_decomp *old, swe_part **old_by_sub,
                          .layout = layout};
     st = ts_halo_plan_create(&plan, s->comm, &spec);
   }
+#if TESSERA_HAVE_CUDA
+  if (st == TS_OK && native)
+    ts_halo_set_copier(plan, ts_gpu_copy_box);
+#endif
   if (st == TS_OK)
     st = ts_halo_start(plan, from, to);
   if (st == TS_OK)
     st = ts_halo_finish(plan, to);
+#if TESSERA_HAVE_CUDA
+  if (native)
+    ts_gpu_halo_wait();
+#endif
   ts_halo_plan_destroy(plan);
   free(src), free(dst), free(rank), free(from), free(to);
   return ts_comm_agree(s->comm, st);
@@ -576,7 +597,8 @@ ts_status swe_rebuild(ts_swe *s, const ts_decomp *target, const int *devices, in
       swe_part *p = parts[k], *before = same_count ? old_by_sub[p->sub] : NULL;
       if (kept[p->sub] && same_count)
         continue;
-      swe_part_changed_on_host(p);
+      if (!(migrates_natively(s) && p->gpu)) /* a GPU part's cells arrived on the device */
+        swe_part_changed_on_host(p);
       p->compute_s = before ? swe_part_compute_seconds(before) : 0;
     }
     drop_halo_plan(s); /* its times, while its subdomains exist */
