@@ -20,13 +20,14 @@ extern "C" {
 #define TS_RMCRT_MAX_DEVICES 64
 
 typedef struct ts_rmcrt_params {
-  int n[3];                   /* cells per axis */
-  double length[3];           /* m per axis */
-  int rays;                   /* per cell, default 100 */
-  double threshold;           /* a ray stops below this transmissivity, default 0.05 (Uintah) */
-  uint32_t seed;              /* default 1 */
-  double sigma;               /* Stefan-Boltzmann constant, default 5.67051e-8 W/m2/K4 */
-  int jitter;                 /* ray origins jittered in the cell (default 0: the centre) */
+  int n[3];         /* cells per axis */
+  double length[3]; /* m per axis */
+  int rays;         /* per cell, default 100 */
+  double threshold; /* a ray stops below this transmissivity, default 0.05 (Uintah) */
+  uint32_t seed;    /* default 1 */
+  double sigma;     /* Stefan-Boltzmann constant, default 5.67051e-8 W/m2/K4 */
+  int jitter;       /* ray origins jittered in the cell (default 0: the centre) */
+  int lhs; /* directions Latin-hypercube stratified over a cell's rays (default 0: random) */
   double wall_temperature[6]; /* K, per face: -x, +x, -y, +y, -z, +z (default 0: cold) */
   double wall_emissivity[6];  /* default 1 (black) */
   int cuda;                   /* trace on GPUs (default 0: the CPU's threads) */

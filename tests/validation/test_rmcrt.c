@@ -15,7 +15,12 @@
  *  3. Optically thick (kappa = 50 /m, threshold 1e-12): divQ at the centre is below 1e-6 of
  *     4 kappa sigma T^4 (the reference: exp(-25) of it).
  *  4. A uniform medium (kappa = 1 /m): every centreline cell within 5 standard errors.
- *  5. The solver (tessera/rmcrt.h) gives the same divQ bit for bit on 1, 3 and 8 patches. */
+ *  5. The solver (tessera/rmcrt.h) gives the same divQ bit for bit on 1, 3 and 8 patches, with
+ *     random and with Latin-hypercube directions and jittered origins.
+ *  6. Latin-hypercube directions (sampling = lhs): the trig-free cos/sin of a turn is within
+ *     1e-15 of the C library's; on the Burns & Christon centreline the RMS error (mean over 3
+ *     seeds) is smaller than with independent directions at 100, 400 and 1600 rays, and at 1600
+ *     rays within 2 % of the reference in every cell (no bias). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,17 +225,18 @@ static void limits(void) {
 
 static void patches_equal(void) {
   set_medium(1, 0);
-  double temp[N * N * N], *divq[3];
+  double temp[N * N * N], *divq[6];
   for (int c = 0; c < N * N * N; c++)
     temp[c] = pow(1 / 5.67051e-8, 0.25);
   const int patches[3] = {1, 3, 8};
   int same = 1;
-  for (int q = 0; q < 3; q++) {
+  for (int q = 0; q < 6; q++) {
     ts_rmcrt_params p;
     ts_rmcrt_params_default(&p);
     p.n[0] = p.n[1] = p.n[2] = N;
     p.rays = 20;
-    p.patches = patches[q];
+    p.patches = patches[q % 3];
+    p.lhs = p.jitter = q >= 3;
     ts_rmcrt *r;
     divq[q] = malloc(sizeof(double) * N * N * N);
     if (ts_rmcrt_create(&r, &p, kappa, temp) != TS_OK || ts_rmcrt_solve(r, 0) != TS_OK ||
@@ -239,17 +245,63 @@ static void patches_equal(void) {
       same = 0;
     }
     ts_rmcrt_destroy(r);
-    if (q > 0)
-      same &= memcmp(divq[0], divq[q], sizeof(double) * N * N * N) == 0;
+    if (q % 3 > 0)
+      same &= memcmp(divq[q - q % 3], divq[q], sizeof(double) * N * N * N) == 0;
   }
-  CHECK(same, "the solver: divQ on 1, 3 and 8 patches equal bit for bit");
-  for (int q = 0; q < 3; q++)
+  CHECK(same, "the solver: divQ on 1, 3 and 8 patches equal bit for bit (random; lhs + jitter)");
+  for (int q = 0; q < 6; q++)
     free(divq[q]);
+}
+
+static void latin_hypercube(void) {
+  double worst = 0;
+  for (int k = 0; k < 100000; k++) {
+    double t = k / 100000.0, c, s;
+    rmcrt_cos_sin_turn(t, &c, &s);
+    worst = fmax(worst, fmax(fabs(c - cos(2 * pi * t)), fabs(s - sin(2 * pi * t))));
+  }
+  CHECK(worst < 1e-15, "cos and sin of a turn without the C library: worst error %.2e (< 1e-15)",
+        worst);
+  set_medium(1, 0);
+  double ref[N];
+  for (int i = 0; i < N; i++) {
+    int c[3] = {i, N / 2, N / 2};
+    ref[i] = reference(c, 96);
+  }
+  const int counts[3] = {100, 400, 1600};
+  for (int q = 0; q < 3; q++) {
+    double rms[2] = {0, 0}, worst_rel = 0;
+    for (int lhs = 0; lhs < 2; lhs++)
+      for (uint32_t seed = 1; seed <= 3; seed++) {
+        rmcrt_medium m = medium(seed, 0.05);
+        m.lhs = lhs;
+        m.rays = counts[q];
+        double sq = 0, se;
+        for (int i = 0; i < N; i++) {
+          int c[3] = {i, N / 2, N / 2};
+          double v = traced(&m, c, counts[q], &se);
+          sq += (v - ref[i]) * (v - ref[i]);
+          if (lhs)
+            worst_rel = fmax(worst_rel, fabs(v - ref[i]) / ref[i]);
+        }
+        rms[lhs] += sqrt(sq / N) / 3;
+      }
+    printf("  %4d rays: RMS error random %.3e, lhs %.3e W/m3 (%.2fx)\n", counts[q], rms[0], rms[1],
+           rms[0] / rms[1]);
+    CHECK(rms[1] < rms[0], "%d rays: lhs RMS error %.3e below random's %.3e", counts[q], rms[1],
+          rms[0]);
+    if (q == 2)
+      CHECK(worst_rel < 0.02,
+            "1600 lhs rays: every centreline cell within %.2f %% of the reference "
+            "(< 2 %%)",
+            100 * worst_rel);
+  }
 }
 
 int main(void) {
   burns_christon_convergence();
   limits();
   patches_equal();
+  latin_hypercube();
   return val_finish();
 }

@@ -123,8 +123,12 @@ static ts_status create(ts_rmcrt *r, const ts_rmcrt_params *p, const double *abs
     r->cells[2 * c + 1] = (float)(p->sigma * t2 * t2 / pi);
     r->divq[c] = 0;
   }
-  r->m = (rmcrt_medium){
-      .cells = r->cells, .threshold = p->threshold, .seed = p->seed, .jitter = p->jitter};
+  r->m = (rmcrt_medium){.cells = r->cells,
+                        .threshold = p->threshold,
+                        .seed = p->seed,
+                        .jitter = p->jitter,
+                        .lhs = p->lhs,
+                        .rays = p->rays};
   for (int a = 0; a < 3; a++) {
     r->m.n[a] = p->n[a];
     r->m.dx[a] = p->length[a] / p->n[a];

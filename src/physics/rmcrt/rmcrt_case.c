@@ -128,9 +128,10 @@ static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
   int origin;
   TS_CALL(ts_config_choice(k->cfg, "rmcrt", "origin", 0, origins, &origin));
   p->jitter = origin == 1;
-  static const char *const samplings[] = {"random", NULL};
+  static const char *const samplings[] = {"random", "lhs", NULL};
   int sampling;
   TS_CALL(ts_config_choice(k->cfg, "rmcrt", "sampling", 0, samplings, &sampling));
+  p->lhs = sampling == 1;
   const char *v;
   TS_CALL(ts_config_string(k->cfg, "rmcrt", "absorption", "burns_christon", &v));
   k->burns_christon = strcmp(v, "burns_christon") == 0;

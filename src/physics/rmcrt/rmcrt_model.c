@@ -21,7 +21,9 @@ static const ts_config_key rmcrt_keys[] = {
      "(1-2|z-1/2|) + 0.1 at the cell centres, x, y, z as fractions of the box)"},
     {"rmcrt", "temperature", "K", "(sigma T^4 = 1)", "temperature of the medium"},
     {"rmcrt", "origin", "", "centre", "where rays start in their cell: centre, or jitter"},
-    {"rmcrt", "sampling", "", "random", "ray directions: random (uniform on the sphere)"},
+    {"rmcrt", "sampling", "", "random",
+     "ray directions: random (independent, uniform on the sphere) or lhs (Latin hypercube: "
+     "each cell's rays stratified in cos(polar angle) and in azimuth)"},
     {"rmcrt", "couple", "", "none",
      "none (one radiation solve), or energy: rho_cp dT/dt = -divQ over `steps` steps of `dt`, on "
      "the task runtime"},
