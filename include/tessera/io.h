@@ -30,6 +30,11 @@ typedef struct ts_out_var {
  * every data variable names it in grid_mapping = "crs". */
 ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, int nvars,
                           const ts_out_var *vars);
+/* The same on a 2D or 3D grid (dimensions time, [z,] y, x; values indexed i + n0 (j + n1 k)),
+ * with the CRS's WKT (NULL: none) and the file's title. ts_netcdf_write writes a raster through
+ * it. */
+ts_status ts_netcdf_write_grid(const char *path, const ts_grid *grid, const char *crs,
+                               const char *title, double time, int nvars, const ts_out_var *vars);
 
 /* VTK XML ImageData (.vti) with one CellData array per variable (Float32, NaN kept), the time
  * stored as TimeValue field data; readable by ParaView. */

@@ -19,12 +19,13 @@ static const ts_config_key schema[] = {
     {"output", "dir", "", "out", "output directory (relative to the case file; --out overrides)"},
     {"output", "times", "s", "(none)", "comma-separated output times"},
     {"output", "interval", "s", "(none)", "output every interval seconds"},
-    {"output", "formats", "", "asc, png (swe), vtk, png (lbm)",
-     "any of asc, netcdf, vtk, png, geotiff (lbm: vtk, png)"},
-    {"output", "lines", "m (swe), L (lbm)", "(none)",
+    {"output", "formats", "", "asc, png (swe), vtk, png (lbm), vtk (rmcrt)",
+     "any of asc, netcdf, vtk, png, geotiff (lbm: vtk, png; rmcrt: vtk, netcdf)"},
+    {"output", "lines", "m (swe, rmcrt), L (lbm)", "(none)",
      "profiles of every field along lines x0,y0[,z0],x1,y1[,z1],n; ... (n points): swe in map "
      "coordinates at each output time (line_K_<T>.csv), lbm in units of L at the end "
-     "(line_K.csv, velocities in units of lid_velocity)"},
+     "(line_K.csv, velocities in units of lid_velocity), rmcrt in metres at the end "
+     "(line_K.csv: x,y,z,divq of the cell holding each point)"},
     {"output", "gauges", "", "(none)", "CSV file id,x,y of gauge points"},
     {"output", "gauge_interval", "s", "0", "time between gauge records (0: every step)"},
     {"output", "maxima", "", "on", "write max_h, max_speed, max_eta and arrival grids: on or off"},

@@ -1,6 +1,6 @@
-/* NetCDF-4 (classic model) output following CF-1.8: one time step of cell-centred fields on the
- * regular grid, with x/y/time coordinate variables and, when the CRS is known, the grid mapping
- * variable `crs` that holds its WKT; readable by QGIS, xarray and ncview. */
+/* NetCDF-4 (classic model) output following CF-1.8: one time step of cell-centred fields on a
+ * regular 2D or 3D grid, with x/y[/z]/time coordinate variables and, when the CRS is known, the
+ * grid mapping variable `crs` that holds its WKT; readable by QGIS, xarray, ParaView and ncview. */
 #include "tessera/io.h"
 
 #include <errno.h>
@@ -23,19 +23,20 @@ static int put_text(int ncid, int varid, const char *name, const char *text) {
   return nc_put_att_text(ncid, varid, name, strlen(text), text);
 }
 
-ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, int nvars,
-                          const ts_out_var *vars) {
+ts_status ts_netcdf_write_grid(const char *path, const ts_grid *grid, const char *crs,
+                               const char *title, double time, int nvars, const ts_out_var *vars) {
   ts_status status = TS_OK;
   char tmp_path[4096];
-  int ncid = -1, dim_time, dim_y, dim_x, var_time, var_x, var_y, var_crs;
-  size_t nx = (size_t)geom->ncols, ny = (size_t)geom->nrows;
+  int ncid = -1, dims[4], var_time, var_axis[3], var_crs, three = grid->dim == 3;
+  size_t n[3] = {(size_t)grid->n[0], (size_t)grid->n[1], three ? (size_t)grid->n[2] : 1};
+  size_t cells = n[0] * n[1] * n[2], longest = n[0] > n[1] ? n[0] : n[1];
   double *coordinate = NULL;
   float *values = NULL;
   int *var_ids = NULL;
   if (snprintf(tmp_path, sizeof tmp_path, "%s.tmp", path) >= (int)sizeof tmp_path)
     return ts_error(TS_ERR_IO, "%s: path too long", path);
-  coordinate = malloc((nx > ny ? nx : ny) * sizeof *coordinate);
-  values = malloc(nx * ny * sizeof *values);
+  coordinate = malloc((longest > n[2] ? longest : n[2]) * sizeof *coordinate);
+  values = malloc(cells * sizeof *values);
   var_ids = malloc((size_t)(nvars > 0 ? nvars : 1) * sizeof *var_ids);
   if (!coordinate || !values || !var_ids) {
     status = ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
@@ -43,54 +44,60 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
   }
   NC_CHECK(nc_create(tmp_path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, &ncid));
   NC_CHECK(put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8"));
-  NC_CHECK(put_text(ncid, NC_GLOBAL, "title", "Tessera shallow-water output"));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "title", title));
   NC_CHECK(put_text(ncid, NC_GLOBAL, "source", "tessera"));
-  NC_CHECK(nc_def_dim(ncid, "time", 1, &dim_time));
-  NC_CHECK(nc_def_dim(ncid, "y", ny, &dim_y));
-  NC_CHECK(nc_def_dim(ncid, "x", nx, &dim_x));
-
-  NC_CHECK(nc_def_var(ncid, "time", NC_DOUBLE, 1, &dim_time, &var_time));
+  /* dimensions time, [z,] y, x: x varies fastest, as the values are stored */
+  static const char *const names[3] = {"x", "y", "z"};
+  static const char *const standard[3] = {"projection_x_coordinate", "projection_y_coordinate",
+                                          NULL};
+  static const char *const long_names[3] = {
+      "x coordinate of cell centre", "y coordinate of cell centre", "z coordinate of cell centre"};
+  static const char *const axes[3] = {"X", "Y", "Z"};
+  int ndims = 1 + (three ? 3 : 2);
+  NC_CHECK(nc_def_dim(ncid, "time", 1, &dims[0]));
+  for (int d = 1; d < ndims; d++) {
+    int a = ndims - 1 - d; /* z (3D), y, x */
+    NC_CHECK(nc_def_dim(ncid, names[a], n[a], &dims[d]));
+  }
+  NC_CHECK(nc_def_var(ncid, "time", NC_DOUBLE, 1, &dims[0], &var_time));
   NC_CHECK(put_text(ncid, var_time, "units", "s"));
   NC_CHECK(put_text(ncid, var_time, "long_name", "time since the start of the simulation"));
   NC_CHECK(put_text(ncid, var_time, "axis", "T"));
-  NC_CHECK(nc_def_var(ncid, "y", NC_DOUBLE, 1, &dim_y, &var_y));
-  NC_CHECK(put_text(ncid, var_y, "units", "m"));
-  NC_CHECK(put_text(ncid, var_y, "standard_name", "projection_y_coordinate"));
-  NC_CHECK(put_text(ncid, var_y, "long_name", "y coordinate of cell centre"));
-  NC_CHECK(put_text(ncid, var_y, "axis", "Y"));
-  NC_CHECK(nc_def_var(ncid, "x", NC_DOUBLE, 1, &dim_x, &var_x));
-  NC_CHECK(put_text(ncid, var_x, "units", "m"));
-  NC_CHECK(put_text(ncid, var_x, "standard_name", "projection_x_coordinate"));
-  NC_CHECK(put_text(ncid, var_x, "long_name", "x coordinate of cell centre"));
-  NC_CHECK(put_text(ncid, var_x, "axis", "X"));
-  if (geom->crs) { /* CF-1.8 grid mapping with the WKT, as GDAL and QGIS read it */
+  for (int d = 1; d < ndims; d++) {
+    int a = ndims - 1 - d;
+    NC_CHECK(nc_def_var(ncid, names[a], NC_DOUBLE, 1, &dims[d], &var_axis[a]));
+    NC_CHECK(put_text(ncid, var_axis[a], "units", "m"));
+    if (standard[a])
+      NC_CHECK(put_text(ncid, var_axis[a], "standard_name", standard[a]));
+    NC_CHECK(put_text(ncid, var_axis[a], "long_name", long_names[a]));
+    NC_CHECK(put_text(ncid, var_axis[a], "axis", axes[a]));
+  }
+  if (crs) { /* CF-1.8 grid mapping with the WKT, as GDAL and QGIS read it */
     NC_CHECK(nc_def_var(ncid, "crs", NC_INT, 0, NULL, &var_crs));
-    NC_CHECK(put_text(ncid, var_crs, "crs_wkt", geom->crs));
-    NC_CHECK(put_text(ncid, var_crs, "spatial_ref", geom->crs));
+    NC_CHECK(put_text(ncid, var_crs, "crs_wkt", crs));
+    NC_CHECK(put_text(ncid, var_crs, "spatial_ref", crs));
   }
 
-  int field_dims[3] = {dim_time, dim_y, dim_x};
   float fill = NC_FILL_FLOAT;
   for (int k = 0; k < nvars; k++) {
-    NC_CHECK(nc_def_var(ncid, vars[k].name, NC_FLOAT, 3, field_dims, &var_ids[k]));
+    NC_CHECK(nc_def_var(ncid, vars[k].name, NC_FLOAT, ndims, dims, &var_ids[k]));
     NC_CHECK(nc_def_var_deflate(ncid, var_ids[k], 1, 1, 1));
     NC_CHECK(put_text(ncid, var_ids[k], "units", vars[k].units));
     NC_CHECK(put_text(ncid, var_ids[k], "long_name", vars[k].long_name));
     NC_CHECK(nc_put_att_float(ncid, var_ids[k], "_FillValue", NC_FLOAT, 1, &fill));
-    if (geom->crs)
+    if (crs)
       NC_CHECK(put_text(ncid, var_ids[k], "grid_mapping", "crs"));
   }
   NC_CHECK(nc_enddef(ncid));
 
   NC_CHECK(nc_put_var_double(ncid, var_time, &time));
-  for (size_t i = 0; i < nx; i++)
-    coordinate[i] = geom->xll + ((double)i + 0.5) * geom->cellsize;
-  NC_CHECK(nc_put_var_double(ncid, var_x, coordinate));
-  for (size_t j = 0; j < ny; j++)
-    coordinate[j] = geom->yll + ((double)j + 0.5) * geom->cellsize;
-  NC_CHECK(nc_put_var_double(ncid, var_y, coordinate));
+  for (int a = 0; a < ndims - 1; a++) {
+    for (size_t i = 0; i < n[a]; i++)
+      coordinate[i] = grid->origin[a] + ((double)i + 0.5) * grid->dx[a];
+    NC_CHECK(nc_put_var_double(ncid, var_axis[a], coordinate));
+  }
   for (int k = 0; k < nvars; k++) {
-    for (size_t c = 0; c < nx * ny; c++)
+    for (size_t c = 0; c < cells; c++)
       values[c] = isfinite(vars[k].v[c]) ? (float)vars[k].v[c] : fill;
     NC_CHECK(nc_put_var_float(ncid, var_ids[k], values));
   }
@@ -109,4 +116,11 @@ cleanup:
   free(values);
   free(var_ids);
   return status;
+}
+
+ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, int nvars,
+                          const ts_out_var *vars) {
+  ts_grid grid = ts_grid_2d(geom->ncols, geom->nrows, geom->cellsize, geom->xll, geom->yll);
+  return ts_netcdf_write_grid(path, &grid, geom->crs, "Tessera shallow-water output", time, nvars,
+                              vars);
 }

@@ -142,6 +142,35 @@ ts_status ts_case_read_cuda(const ts_config *cfg, int *cuda) {
   return TS_OK;
 }
 
+ts_status ts_case_formats(const ts_config *cfg, const char *model, const char *const *allowed,
+                          const char *fallback, int *chosen) {
+  const char *formats;
+  TS_CALL(ts_config_string(cfg, "output", "formats", fallback, &formats));
+  int n = 0;
+  char list[128] = "";
+  for (; allowed[n]; n++) {
+    chosen[n] = 0;
+    size_t at = strlen(list);
+    snprintf(list + at, sizeof list - at, "%s%s", n ? ", " : "", allowed[n]);
+  }
+  for (const char *p = formats; *p;) {
+    while (*p == ' ' || *p == ',')
+      p++;
+    size_t len = strcspn(p, " ,");
+    int found = -1;
+    for (int f = 0; f < n && len; f++)
+      if (strlen(allowed[f]) == len && strncmp(p, allowed[f], len) == 0)
+        found = f;
+    if (len && found < 0)
+      return ts_config_error(cfg, "output", "formats", "'%.*s': %s writes %s (and [output] lines)",
+                             (int)len, p, model, list);
+    if (found >= 0)
+      chosen[found] = 1;
+    p += len;
+  }
+  return TS_OK;
+}
+
 ts_status ts_case_tuples(const ts_config *cfg, const char *section, const char *key, int arity,
                          double **out, int *count) {
   *out = NULL;

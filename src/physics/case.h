@@ -39,6 +39,10 @@ ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int
 /* [parallel] backend (cpu, cuda, auto; default from TESSERA_BACKEND, else cpu) for modules that
  * run on the CPU or on GPUs: *cuda set for GPUs; cuda in a build without CUDA is an error. */
 ts_status ts_case_read_cuda(const ts_config *cfg, int *cuda);
+/* [output] formats (fallback when absent): a list of the names in allowed (NULL-terminated);
+ * chosen[f] is 1 for each name given. Any other name is an error naming the key. */
+ts_status ts_case_formats(const ts_config *cfg, const char *model, const char *const *allowed,
+                          const char *fallback, int *chosen);
 /* A list of items separated by ';', each `arity` comma-separated numbers (such as boxes,
  * spheres or lines): *out holds count x arity values (malloc'ed; NULL and 0 when absent). */
 ts_status ts_case_tuples(const ts_config *cfg, const char *section, const char *key, int arity,

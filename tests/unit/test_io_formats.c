@@ -65,6 +65,37 @@ static void test_netcdf(void) {
   nc_close(ncid);
 }
 
+/* A 3D grid: dimensions time, z, y, x with cell-centre coordinates, x fastest in the values. */
+static void test_netcdf_3d(void) {
+  ts_grid grid = {.dim = 3, .n = {4, 3, 2}, .dx = {0.5, 1, 2}, .origin = {0, 10, -4}};
+  double q[24];
+  for (int c = 0; c < 24; c++)
+    q[c] = c;
+  ts_out_var var = {"divq", "divergence of the radiative flux", "W/m3", q};
+  CHECK(ts_netcdf_write_grid("io_out3d.nc", &grid, NULL, "test", 0, 1, &var) == TS_OK,
+        "3D NetCDF written: %s", ts_error_message());
+  int ncid, dims[4], ndims = 0, var_id;
+  CHECK(nc_open("io_out3d.nc", NC_NOWRITE, &ncid) == NC_NOERR, "3D NetCDF re-opened");
+  nc_inq_varid(ncid, "divq", &var_id);
+  nc_inq_varndims(ncid, var_id, &ndims);
+  nc_inq_vardimid(ncid, var_id, dims);
+  char names[4][NC_MAX_NAME + 1] = {"", "", "", ""};
+  for (int d = 0; d < ndims && d < 4; d++)
+    nc_inq_dimname(ncid, dims[d], names[d]);
+  CHECK(ndims == 4 && !strcmp(names[0], "time") && !strcmp(names[1], "z") &&
+            !strcmp(names[2], "y") && !strcmp(names[3], "x"),
+        "divq has dimensions time, z, y, x");
+  double z[2];
+  int z_id;
+  nc_inq_varid(ncid, "z", &z_id);
+  nc_get_var_double(ncid, z_id, z);
+  CHECK(z[0] == -3 && z[1] == -1, "z holds cell centres -3, -1");
+  float back[24];
+  nc_get_var_float(ncid, var_id, back);
+  CHECK(back[1 + 4 * (2 + 3 * 1)] == 21.0f, "divq at (i=1, j=2, k=1) = 21");
+  nc_close(ncid);
+}
+
 static void test_vti(void) {
   ts_raster geom = {4, 3, 100.0, -50.0, 10.0, -9999.0, NULL, NULL};
   double h[12] = {0};
@@ -466,6 +497,7 @@ static void test_temp_files(void) {
 
 int main(void) {
   test_netcdf();
+  test_netcdf_3d();
   test_vti();
   test_vti_grid_3d();
   test_vti_grid_2d();

@@ -265,22 +265,10 @@ static ts_status read_run(lbm_case *k, const ts_case_options *opt) {
   if (ts_config_has(k->cfg, "parallel", "weights"))
     return ts_config_error(k->cfg, "parallel", "weights",
                            "weighted splits are for shallow water (swe) cases only");
-  const char *formats;
-  TS_CALL(ts_config_string(k->cfg, "output", "formats", "vtk, png", &formats));
-  for (const char *p = formats; *p;) {
-    while (*p == ' ' || *p == ',')
-      p++;
-    size_t len = strcspn(p, " ,");
-    if (len == 3 && strncmp(p, "vtk", 3) == 0)
-      k->vtk = 1;
-    else if (len == 3 && strncmp(p, "png", 3) == 0)
-      k->png = 1;
-    else if (len)
-      return ts_config_error(k->cfg, "output", "formats",
-                             "'%.*s': lbm writes vtk and png (and lines through [output] lines)",
-                             (int)len, p);
-    p += len;
-  }
+  static const char *const formats[] = {"vtk", "png", NULL};
+  int chosen[2];
+  TS_CALL(ts_case_formats(k->cfg, "lbm", formats, "vtk, png", chosen));
+  k->vtk = chosen[0], k->png = chosen[1];
   TS_CALL(ts_case_tuples(k->cfg, "output", "lines", 2 * k->dim + 1, &k->lines, &k->nlines));
   for (int l = 0; l < k->nlines; l++) {
     double n = k->lines[(size_t)l * (2 * k->dim + 1) + 2 * k->dim];

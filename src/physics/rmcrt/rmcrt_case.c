@@ -1,8 +1,9 @@
 /* RMCRT case driver ([model] type = rmcrt): reads [rmcrt], [boundary] and [parallel], builds the
- * medium (uniform, or the Burns & Christon absorption), traces every cell once and writes divQ,
- * temperature and absorption as VTK image data (divq.vti), divQ along the centreline in x
- * (divq_centreline.csv: x,y,z,divq in metres) and summary.json (cells, rays, rays_per_s, cell
- * crossings per second, wall time, files). */
+ * medium (uniform, or the Burns & Christon absorption), traces every cell once (or couples
+ * radiation to the energy equation) and writes divQ, temperature and absorption as VTK image
+ * data (divq.vti) and/or NetCDF (divq.nc) by [output] formats, divQ along the centreline in x
+ * (divq_centreline.csv) and along each of [output] lines (line_K.csv), both x,y,z,divq in metres,
+ * and summary.json (cells, rays, rays_per_s, cell crossings per second, wall time, files). */
 #define _POSIX_C_SOURCE 200809L
 #include "physics/rmcrt/rmcrt_case.h"
 
@@ -28,6 +29,9 @@ typedef struct rmcrt_case {
   double absorption, temperature; /* uniform values otherwise */
   int coupled;                    /* couple = energy */
   rmcrt_coupling coupling;
+  int vtk, netcdf; /* [output] formats */
+  double *lines;   /* [output] lines: x0,y0,z0,x1,y1,z1,n each (m) */
+  int nlines;
   char *out_dir;
 } rmcrt_case;
 
@@ -158,7 +162,49 @@ static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
   int parts[3];
   TS_CALL(ts_case_read_split(k->cfg, &p->patches, &p->decomposition, parts));
   TS_CALL(read_coupling(k, opt));
+  static const char *const formats[] = {"vtk", "netcdf", NULL};
+  int chosen[2];
+  TS_CALL(ts_case_formats(k->cfg, "rmcrt", formats, "vtk", chosen));
+  k->vtk = chosen[0], k->netcdf = chosen[1];
+  TS_CALL(ts_case_tuples(k->cfg, "output", "lines", 7, &k->lines, &k->nlines));
+  for (int l = 0; l < k->nlines; l++) {
+    const double *line = k->lines + (size_t)l * 7;
+    if (line[6] < 2 || line[6] > 1e6 || line[6] != floor(line[6]))
+      return ts_config_error(k->cfg, "output", "lines",
+                             "line %d: the number of points must be an integer in [2, 1e6]", l + 1);
+    for (int e = 0; e < 6; e++)
+      if (!(line[e] >= 0 && line[e] <= p->length[e % 3]))
+        return ts_config_error(k->cfg, "output", "lines",
+                               "line %d: its ends must lie in the box (0 to length, m)", l + 1);
+  }
   return ts_case_out_dir(k->cfg, opt, &k->out_dir);
+}
+
+/* divQ along [output] line l into line_<l+1>.csv: x,y,z,divq (m, W/m3) at its n points, each
+ * the value of the cell holding it. */
+static ts_status write_line(const rmcrt_case *k, int l, const double *divq) {
+  const ts_rmcrt_params *p = &k->p;
+  const double *line = k->lines + (size_t)l * 7;
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/line_%d.csv", k->out_dir, l + 1);
+  FILE *f = ts_open_temp(path, tmp, sizeof tmp);
+  if (!f)
+    return ts_error(TS_ERR_IO, "%s: cannot write", path);
+  fprintf(f, "x,y,z,divq\n");
+  int npts = (int)line[6];
+  for (int q = 0; q < npts; q++) {
+    double s = (double)q / (npts - 1), x[3];
+    size_t c = 0, stride = 1;
+    for (int a = 0; a < 3; a++) {
+      x[a] = line[a] + s * (line[3 + a] - line[a]);
+      int i = (int)floor(x[a] / (p->length[a] / p->n[a]));
+      i = i < 0 ? 0 : (i >= p->n[a] ? p->n[a] - 1 : i);
+      c += (size_t)i * stride;
+      stride *= (size_t)p->n[a];
+    }
+    fprintf(f, "%.9g,%.9g,%.9g,%.17g\n", x[0], x[1], x[2], divq[c]);
+  }
+  return ts_commit_temp(f, tmp, path);
 }
 
 static ts_status write_outputs(const rmcrt_case *k, const double *divq, const double *kappa,
@@ -173,8 +219,15 @@ static ts_status write_outputs(const rmcrt_case *k, const double *divq, const do
   ts_out_var vars[3] = {{"divq", "divergence of the radiative flux", "W/m3", divq},
                         {"temperature", "temperature", "K", temperature},
                         {"absorption", "absorption coefficient", "1/m", kappa}};
+  double time = k->coupled ? k->coupling.steps * k->coupling.dt : 0;
   snprintf(path, sizeof path, "%s/divq.vti", k->out_dir);
-  TS_CALL(ts_vti_write_grid(path, &grid, 0, 3, vars, 0, NULL));
+  if (k->vtk)
+    TS_CALL(ts_vti_write_grid(path, &grid, time, 3, vars, 0, NULL));
+  snprintf(path, sizeof path, "%s/divq.nc", k->out_dir);
+  if (k->netcdf)
+    TS_CALL(ts_netcdf_write_grid(path, &grid, NULL, "Tessera radiation output", time, 3, vars));
+  for (int l = 0; l < k->nlines; l++)
+    TS_CALL(write_line(k, l, divq));
   snprintf(path, sizeof path, "%s/divq_centreline.csv", k->out_dir);
   FILE *f = ts_open_temp(path, tmp, sizeof tmp);
   if (!f)
@@ -224,7 +277,15 @@ static ts_status write_summary(const rmcrt_case *k, const ts_rmcrt *r, const int
   ts_json_key(&j, "crossings"), ts_json_int(&j, work[1]);
   ts_json_key(&j, "files");
   ts_json_array_begin(&j);
-  ts_json_string(&j, "divq.vti");
+  if (k->vtk)
+    ts_json_string(&j, "divq.vti");
+  if (k->netcdf)
+    ts_json_string(&j, "divq.nc");
+  for (int l = 0; l < k->nlines; l++) {
+    char name[32];
+    snprintf(name, sizeof name, "line_%d.csv", l + 1);
+    ts_json_string(&j, name);
+  }
   ts_json_string(&j, "divq_centreline.csv");
   ts_json_array_end(&j);
   ts_json_key(&j, "ranks"), ts_json_int(&j, ts_comm_size(k->comm));
@@ -323,6 +384,7 @@ ts_status ts_rmcrt_case_run(const ts_case_options *opt) {
   if (st == TS_OK)
     st = run(&k, opt);
   ts_config_free(k.cfg);
+  free(k.lines);
   free(k.out_dir);
   return st;
 }
