@@ -35,6 +35,10 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
  * it. */
 ts_status ts_netcdf_write_grid(const char *path, const ts_grid *grid, const char *crs,
                                const char *title, double time, int nvars, const ts_out_var *vars);
+/* Reads a 3D field of n[0] x n[1] x n[2] cells into out (i + n0 (j + n1 k)): the variable `name`
+ * (NULL: the file's one variable with dimensions z, y, x, or time (of length 1), z, y, x), as
+ * ts_netcdf_write_grid writes it. Missing values (NaN, _FillValue) are an error. */
+ts_status ts_netcdf_read_grid(const char *path, const char *name, const int n[3], double *out);
 
 /* VTK XML ImageData (.vti) with one CellData array per variable (Float32, NaN kept), the time
  * stored as TimeValue field data; readable by ParaView. */

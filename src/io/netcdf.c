@@ -124,3 +124,67 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
   return ts_netcdf_write_grid(path, &grid, geom->crs, "Tessera shallow-water output", time, nvars,
                               vars);
 }
+
+/* Reads one NetCDF call; on failure records the error and jumps to cleanup. */
+#define NC_READ(call)                                                                              \
+  do {                                                                                             \
+    int nc_result_ = (call);                                                                       \
+    if (nc_result_ != NC_NOERR) {                                                                  \
+      status = ts_error(TS_ERR_IO, "%s: cannot read NetCDF: %s", path, nc_strerror(nc_result_));   \
+      goto cleanup;                                                                                \
+    }                                                                                              \
+  } while (0)
+
+ts_status ts_netcdf_read_grid(const char *path, const char *name, const int n[3], double *out) {
+  ts_status status = TS_OK;
+  int ncid = -1, var = -1, nvars = 0, ndims = 0, dims[NC_MAX_VAR_DIMS];
+  NC_READ(nc_open(path, NC_NOWRITE, &ncid));
+  if (name) {
+    if (nc_inq_varid(ncid, name, &var) != NC_NOERR) {
+      status = ts_error(TS_ERR_INPUT, "%s: no variable '%s'", path, name);
+      goto cleanup;
+    }
+  } else { /* the one variable with 3 dimensions (or 4 with a time of length 1) */
+    NC_READ(nc_inq_nvars(ncid, &nvars));
+    for (int v = 0; v < nvars; v++) {
+      NC_READ(nc_inq_varndims(ncid, v, &ndims));
+      if (ndims < 3 || ndims > 4)
+        continue;
+      if (var >= 0) {
+        status =
+            ts_error(TS_ERR_INPUT, "%s: several 3D variables: name one as FILE:VARIABLE", path);
+        goto cleanup;
+      }
+      var = v;
+    }
+    if (var < 0) {
+      status = ts_error(TS_ERR_INPUT, "%s: no 3D variable (z, y, x)", path);
+      goto cleanup;
+    }
+  }
+  NC_READ(nc_inq_varndims(ncid, var, &ndims));
+  NC_READ(nc_inq_vardimid(ncid, var, dims));
+  size_t len[4] = {1, 1, 1, 1};
+  for (int d = 0; d < ndims && d < 4; d++)
+    NC_READ(nc_inq_dimlen(ncid, dims[d], &len[d]));
+  int lead = ndims - 3; /* a time of length 1 before z, y, x */
+  if (ndims < 3 || ndims > 4 || (lead == 1 && len[0] != 1) || len[lead] != (size_t)n[2] ||
+      len[lead + 1] != (size_t)n[1] || len[lead + 2] != (size_t)n[0]) {
+    status =
+        ts_error(TS_ERR_INPUT, "%s: the variable must be %d (z) x %d (y) x %d (x) cells, x fastest",
+                 path, n[2], n[1], n[0]);
+    goto cleanup;
+  }
+  NC_READ(nc_get_var_double(ncid, var, out));
+  double fill;
+  int has_fill = nc_get_att_double(ncid, var, "_FillValue", &fill) == NC_NOERR;
+  for (size_t c = 0; c < (size_t)n[0] * n[1] * n[2]; c++)
+    if (!isfinite(out[c]) || (has_fill && out[c] == fill)) {
+      status = ts_error(TS_ERR_INPUT, "%s: missing value at cell %zu", path, c);
+      goto cleanup;
+    }
+cleanup:
+  if (ncid >= 0)
+    nc_close(ncid);
+  return status;
+}

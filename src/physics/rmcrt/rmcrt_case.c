@@ -25,9 +25,10 @@ typedef struct rmcrt_case {
   const ts_comm *comm;
   int root;
   ts_rmcrt_params p;
-  int burns_christon;             /* absorption = burns_christon */
-  double absorption, temperature; /* uniform values otherwise */
-  int coupled;                    /* couple = energy */
+  int burns_christon;                           /* absorption = burns_christon */
+  double absorption, temperature;               /* uniform values otherwise */
+  double *absorption_field, *temperature_field; /* or per cell, from files (NULL: none) */
+  int coupled;                                  /* couple = energy */
   rmcrt_coupling coupling;
   int vtk, netcdf; /* [output] formats */
   double *lines;   /* [output] lines: x0,y0,z0,x1,y1,z1,n each (m) */
@@ -97,6 +98,56 @@ static ts_status read_coupling(rmcrt_case *k, const ts_case_options *opt) {
   return TS_OK;
 }
 
+/* A property of the medium per cell from a file: FILE.nc or FILE.nc:VARIABLE (NetCDF, dimensions
+ * z, y, x, as divq.nc is written), or a raw file of nx*ny*nz little-endian doubles, x fastest. */
+static ts_status read_field(rmcrt_case *k, const char *key, double **out) {
+  const ts_rmcrt_params *p = &k->p;
+  size_t cells = (size_t)p->n[0] * p->n[1] * p->n[2];
+  char *path = NULL;
+  TS_CALL(ts_config_path(k->cfg, "rmcrt", key, &path));
+  *out = malloc(sizeof(double) * cells);
+  ts_status st = *out ? TS_OK : ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
+  char *colon = strrchr(path, ':'), *name = NULL;
+  if (colon && !strchr(colon, '/') && colon - path > 3 && strncmp(colon - 3, ".nc", 3) == 0) {
+    *colon = 0;
+    name = colon + 1;
+  }
+  size_t len = strlen(path);
+  if (st == TS_OK && len > 3 && strcmp(path + len - 3, ".nc") == 0) {
+    st = ts_netcdf_read_grid(path, name, p->n, *out);
+    if (st != TS_OK)
+      st = ts_config_error(k->cfg, "rmcrt", key, "%s", ts_error_message());
+  } else if (st == TS_OK) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+      st = ts_config_error(k->cfg, "rmcrt", key, "%s: cannot open", path);
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0)
+      size = ftell(f);
+    if (f && size != (long)(cells * sizeof(double)))
+      st = ts_config_error(k->cfg, "rmcrt", key,
+                           "%s: expected a number, a NetCDF file (.nc) or %zu bytes of doubles "
+                           "(nx * ny * nz * 8), the file has %ld",
+                           path, cells * sizeof(double), size);
+    if (st == TS_OK &&
+        (fseek(f, 0, SEEK_SET) != 0 || fread(*out, sizeof(double), cells, f) != cells))
+      st = ts_config_error(k->cfg, "rmcrt", key, "%s: cannot read", path);
+    if (f)
+      fclose(f);
+  }
+  for (size_t c = 0; c < cells && st == TS_OK; c++)
+    if (!((*out)[c] >= 0) || !isfinite((*out)[c]))
+      st =
+          ts_config_error(k->cfg, "rmcrt", key,
+                          "%s: cell %zu is %g: values must be finite and >= 0", path, c, (*out)[c]);
+  free(path);
+  if (st != TS_OK) {
+    free(*out);
+    *out = NULL;
+  }
+  return st;
+}
+
 static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
   TS_CALL(ts_case_load(&k->cfg, opt));
   ts_rmcrt_params *p = &k->p;
@@ -139,17 +190,24 @@ static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
   const char *v;
   TS_CALL(ts_config_string(k->cfg, "rmcrt", "absorption", "burns_christon", &v));
   k->burns_christon = strcmp(v, "burns_christon") == 0;
-  if (!k->burns_christon) {
+  if (!k->burns_christon && !ts_config_is_number(k->cfg, "rmcrt", "absorption"))
+    TS_CALL(read_field(k, "absorption", &k->absorption_field));
+  else if (!k->burns_christon) {
     TS_CALL(ts_config_double(k->cfg, "rmcrt", "absorption", 0, &k->absorption));
     if (!(k->absorption >= 0))
       return ts_config_error(k->cfg, "rmcrt", "absorption",
-                             "must be burns_christon or a number >= 0 (1/m)");
+                             "must be burns_christon, a number >= 0 (1/m) or a file");
   }
   /* default: sigma T^4 = 1 W/m2 exactly as in Burns & Christon */
   double unit_t = pow(1.0 / p->sigma, 0.25);
-  TS_CALL(ts_config_double(k->cfg, "rmcrt", "temperature", unit_t, &k->temperature));
-  if (!(k->temperature >= 0))
-    return ts_config_error(k->cfg, "rmcrt", "temperature", "must be >= 0 (K)");
+  if (ts_config_has(k->cfg, "rmcrt", "temperature") &&
+      !ts_config_is_number(k->cfg, "rmcrt", "temperature"))
+    TS_CALL(read_field(k, "temperature", &k->temperature_field));
+  else {
+    TS_CALL(ts_config_double(k->cfg, "rmcrt", "temperature", unit_t, &k->temperature));
+    if (!(k->temperature >= 0))
+      return ts_config_error(k->cfg, "rmcrt", "temperature", "must be >= 0 (K) or a file");
+  }
   TS_CALL(read_numbers(k, "boundary", "wall_temperature", 6, p->wall_temperature));
   TS_CALL(read_numbers(k, "boundary", "wall_emissivity", 6, p->wall_emissivity));
   for (int f = 0; f < 6; f++)
@@ -326,8 +384,10 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
     for (int y = 0; y < p->n[1]; y++)
       for (int x = 0; x < p->n[0]; x++) {
         size_t c = x + (size_t)p->n[0] * (y + (size_t)p->n[1] * z);
-        kappa[c] = k->burns_christon ? ts_rmcrt_burns_christon(p->n, x, y, z) : k->absorption;
-        temp[c] = k->temperature;
+        kappa[c] = k->absorption_field ? k->absorption_field[c]
+                   : k->burns_christon ? ts_rmcrt_burns_christon(p->n, x, y, z)
+                                       : k->absorption;
+        temp[c] = k->temperature_field ? k->temperature_field[c] : k->temperature;
       }
   ts_rmcrt *r = NULL;
   double t0 = omp_get_wtime(), gpu_idle = -1;
@@ -384,6 +444,8 @@ ts_status ts_rmcrt_case_run(const ts_case_options *opt) {
   if (st == TS_OK)
     st = run(&k, opt);
   ts_config_free(k.cfg);
+  free(k.absorption_field);
+  free(k.temperature_field);
   free(k.lines);
   free(k.out_dir);
   return st;

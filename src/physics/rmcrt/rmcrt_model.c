@@ -17,9 +17,12 @@ static const ts_config_key rmcrt_keys[] = {
      "key of the counter-based random numbers (Philox): the result changes only with it"},
     {"rmcrt", "sigma", "W/m2/K4", "5.67051e-8", "Stefan-Boltzmann constant"},
     {"rmcrt", "absorption", "1/m", "burns_christon",
-     "absorption coefficient: a number, or burns_christon (0.9 (1-2|x-1/2|)(1-2|y-1/2|)"
-     "(1-2|z-1/2|) + 0.1 at the cell centres, x, y, z as fractions of the box)"},
-    {"rmcrt", "temperature", "K", "(sigma T^4 = 1)", "temperature of the medium"},
+     "absorption coefficient: a number; burns_christon (0.9 (1-2|x-1/2|)(1-2|y-1/2|)"
+     "(1-2|z-1/2|) + 0.1 at the cell centres, x, y, z as fractions of the box); or per cell from "
+     "a file: FILE.nc or FILE.nc:VARIABLE (NetCDF, dimensions z, y, x as divq.nc), or a raw file "
+     "of nx*ny*nz little-endian doubles, x fastest"},
+    {"rmcrt", "temperature", "K", "(sigma T^4 = 1)",
+     "temperature of the medium: a number, or per cell from a file as absorption"},
     {"rmcrt", "origin", "", "centre", "where rays start in their cell: centre, or jitter"},
     {"rmcrt", "sampling", "", "random",
      "ray directions: random (independent, uniform on the sphere) or lhs (Latin hypercube: "
