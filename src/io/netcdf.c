@@ -9,15 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runs a NetCDF call; on failure records the error and jumps to the function's cleanup. */
-#define NC_CHECK(call)                                                                             \
+/* Runs a NetCDF call; on failure records the error ("cannot read" or "cannot write") and jumps
+ * to the function's cleanup. */
+#define NC_DO(call, verb)                                                                          \
   do {                                                                                             \
     int nc_result_ = (call);                                                                       \
     if (nc_result_ != NC_NOERR) {                                                                  \
-      status = ts_error(TS_ERR_IO, "%s: cannot write NetCDF: %s", path, nc_strerror(nc_result_));  \
+      status =                                                                                     \
+          ts_error(TS_ERR_IO, "%s: cannot " verb " NetCDF: %s", path, nc_strerror(nc_result_));    \
       goto cleanup;                                                                                \
     }                                                                                              \
   } while (0)
+#define NC_CHECK(call) NC_DO(call, "write")
+#define NC_READ(call) NC_DO(call, "read")
 
 static int put_text(int ncid, int varid, const char *name, const char *text) {
   return nc_put_att_text(ncid, varid, name, strlen(text), text);
@@ -124,16 +128,6 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
   return ts_netcdf_write_grid(path, &grid, geom->crs, "Tessera shallow-water output", time, nvars,
                               vars);
 }
-
-/* Reads one NetCDF call; on failure records the error and jumps to cleanup. */
-#define NC_READ(call)                                                                              \
-  do {                                                                                             \
-    int nc_result_ = (call);                                                                       \
-    if (nc_result_ != NC_NOERR) {                                                                  \
-      status = ts_error(TS_ERR_IO, "%s: cannot read NetCDF: %s", path, nc_strerror(nc_result_));   \
-      goto cleanup;                                                                                \
-    }                                                                                              \
-  } while (0)
 
 ts_status ts_netcdf_read_grid(const char *path, const char *name, const int n[3], double *out) {
   ts_status status = TS_OK;
