@@ -27,7 +27,9 @@ typedef struct ts_rmcrt_params {
   uint32_t seed;    /* default 1 */
   double sigma;     /* Stefan-Boltzmann constant, default 5.67051e-8 W/m2/K4 */
   int jitter;       /* ray origins jittered in the cell (default 0: the centre) */
-  int lhs; /* directions Latin-hypercube stratified over a cell's rays (default 0: random) */
+  int lhs;      /* directions Latin-hypercube stratified over a cell's rays (default 0: random) */
+  int coarsen;  /* the data onion: a coarse level of cells coarsen^3 fine ones (default 1: none) */
+  int roi_halo; /* with it, rays march the fine cells within this many of their own (default 4) */
   double wall_temperature[6]; /* K, per face: -x, +x, -y, +y, -z, +z (default 0: cold) */
   double wall_emissivity[6];  /* default 1 (black) */
   int cuda;                   /* trace on GPUs (default 0: the CPU's threads) */

@@ -21,8 +21,9 @@
 struct ts_rmcrt {
   ts_rmcrt_params p;
   rmcrt_medium m;
-  float *cells; /* the medium: kappa and S per cell (rmcrt_medium) */
-  double *divq; /* whole grid */
+  float *cells;  /* the medium: kappa and S per cell (rmcrt_medium) */
+  float *coarse; /* its coarse level (coarsen > 1), NULL otherwise */
+  double *divq;  /* whole grid */
   const ts_comm *comm;
   ts_decomp decomp;
   int *patch_device; /* GPU of each patch of this rank, -1 on the CPU or another rank's */
@@ -39,8 +40,34 @@ void ts_rmcrt_params_default(ts_rmcrt_params *p) {
   p->threshold = 0.05;
   p->seed = 1;
   p->sigma = 5.67051e-8;
+  p->coarsen = 1;
+  p->roi_halo = 4;
   for (int f = 0; f < 6; f++)
     p->wall_emissivity[f] = 1.0;
+}
+
+/* The coarse level's cells from the fine ones: the mean kappa and S of each coarse cell's
+ * coarsen^3 fine cells (in double, stored single). */
+static void coarsen_medium(ts_rmcrt *r) {
+  const rmcrt_medium *m = &r->m;
+  int q = m->ratio;
+  size_t coarse = (size_t)m->nc[0] * m->nc[1] * m->nc[2];
+  double weight = 1.0 / ((double)q * q * q);
+#pragma omp parallel for schedule(static)
+  for (size_t cc = 0; cc < coarse; cc++) {
+    int ci = (int)(cc % m->nc[0]), cj = (int)(cc / m->nc[0] % m->nc[1]);
+    int ck = (int)(cc / ((size_t)m->nc[0] * m->nc[1]));
+    double kappa = 0, source = 0;
+    for (int k = ck * q; k < ck * q + q; k++)
+      for (int j = cj * q; j < cj * q + q; j++)
+        for (int i = ci * q; i < ci * q + q; i++) {
+          size_t c = i + (size_t)m->n[0] * (j + (size_t)m->n[1] * k);
+          kappa += r->cells[2 * c];
+          source += r->cells[2 * c + 1];
+        }
+    r->coarse[2 * cc] = (float)(kappa * weight);
+    r->coarse[2 * cc + 1] = (float)(source * weight);
+  }
 }
 
 double ts_rmcrt_burns_christon(const int n[3], int i, int j, int k) {
@@ -58,6 +85,13 @@ static ts_status check_params(const ts_rmcrt_params *p) {
   }
   if (p->rays < 1)
     return ts_error(TS_ERR_INPUT, "rmcrt: rays must be at least 1 (got %d)", p->rays);
+  if (p->coarsen < 1 || p->roi_halo < 0)
+    return ts_error(TS_ERR_INPUT, "rmcrt: coarsen must be at least 1 and roi_halo at least 0");
+  for (int a = 0; a < 3; a++)
+    if (p->n[a] % p->coarsen != 0)
+      return ts_error(TS_ERR_INPUT,
+                      "rmcrt: coarsen %d must divide the cells of every axis (%d along axis %d)",
+                      p->coarsen, p->n[a], a);
   if (!(p->threshold >= 0 && p->threshold < 1))
     return ts_error(TS_ERR_INPUT, "rmcrt: threshold must be in [0, 1) (got %g)", p->threshold);
   if (!(p->sigma > 0))
@@ -128,10 +162,22 @@ static ts_status create(ts_rmcrt *r, const ts_rmcrt_params *p, const double *abs
                         .seed = p->seed,
                         .jitter = p->jitter,
                         .lhs = p->lhs,
-                        .rays = p->rays};
+                        .rays = p->rays,
+                        .ratio = p->coarsen,
+                        .roi = p->roi_halo};
   for (int a = 0; a < 3; a++) {
     r->m.n[a] = p->n[a];
     r->m.dx[a] = p->length[a] / p->n[a];
+    r->m.nc[a] = p->n[a] / p->coarsen;
+    r->m.dxc[a] = p->length[a] / r->m.nc[a];
+  }
+  if (p->coarsen > 1) {
+    r->coarse =
+        malloc(2 * sizeof(float) * (cells / ((size_t)p->coarsen * p->coarsen * p->coarsen)));
+    if (!r->coarse)
+      return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory for the coarse level");
+    r->m.coarse = r->coarse;
+    coarsen_medium(r);
   }
   for (int f = 0; f < 6; f++) {
     double t2 = p->wall_temperature[f] * p->wall_temperature[f];
@@ -174,6 +220,7 @@ void ts_rmcrt_destroy(ts_rmcrt *r) {
   free(r->patch_device);
   ts_decomp_destroy(&r->decomp);
   free(r->cells);
+  free(r->coarse);
   free(r->divq);
   free(r);
 }
@@ -305,7 +352,18 @@ static void energy_band(void *arg, void *stream) {
   }
 }
 
+static void coarsen_task(void *arg, void *stream) {
+  (void)stream;
+  coarsen_medium(((band_work *)arg)->r);
+}
+
 #if TESSERA_HAVE_CUDA
+static void upload_coarse(void *arg, void *stream) {
+  band_work *w = arg;
+  note_failure(w,
+               rmcrt_gpu_upload_coarse((rmcrt_gpu *)w->r->gpus[w->device], w->r->coarse, stream));
+}
+
 static void upload_band(void *arg, void *stream) {
   band_work *w = arg;
   note_failure(w, rmcrt_gpu_upload_band((rmcrt_gpu *)w->r->gpus[w->device], w->r->cells, w->m.n,
@@ -333,26 +391,35 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
         d->boxes[k].hi[1] != n1)
       return ts_error(TS_ERR_INPUT, "rmcrt: couple = energy needs patches that are bands of "
                                     "z-layers (decomposition rows)");
-  if (np > TS_TASK_MAX_ACCESS) /* a tracing reads every patch's medium */
+  int onion = r->coarse != NULL;
+  if (np + onion > TS_TASK_MAX_ACCESS) /* a tracing reads every patch's medium (and the coarse) */
     return ts_error(TS_ERR_INPUT, "rmcrt: couple = energy takes at most %d patches",
-                    TS_TASK_MAX_ACCESS);
+                    TS_TASK_MAX_ACCESS - onion);
   int devices[TS_RMCRT_MAX_DEVICES], ndev = used_devices(r, devices);
-  size_t cells = (size_t)n0 * n1 * r->p.n[2];
-  /* data items: per patch its temperature and host medium, its divQ, its medium on each GPU */
-  char *items = calloc((size_t)np * (3 + (size_t)ndev), 1);
-  /* per step and patch: its trace and energy update, then its upload to each GPU */
-  band_work *work = calloc((size_t)c->steps * np * (1 + (size_t)ndev), sizeof *work);
-  ts_task *tasks = calloc((size_t)c->steps * np * (2 + (size_t)ndev), sizeof *tasks);
+  size_t cells = (size_t)n0 * n1 * r->p.n[2], per_step = (size_t)np * (1 + ndev) + ndev;
+  /* data items: per patch its temperature and host medium, its divQ, its medium on each GPU;
+   * the coarse level on the host and on each GPU */
+  char *items = calloc((size_t)np * (3 + (size_t)ndev) + 1 + (size_t)ndev, 1);
+  /* per step: each patch's trace and energy update, then its upload to each GPU; the coarse
+   * level's update and upload to each GPU */
+  band_work *work = calloc((size_t)c->steps * per_step, sizeof *work);
+  ts_task *tasks = calloc((size_t)c->steps * (per_step + np + 1), sizeof *tasks);
   if (!items || !work || !tasks) {
     free(items), free(work), free(tasks);
     return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
   }
   char *item_t = items, *item_medium = items + np, *item_divq = items + 2 * np,
-       *item_gpu = items + 3 * np; /* item_gpu[g * np + p] */
+       *item_gpu = items + 3 * np, /* item_gpu[g * np + p] */
+           *item_coarse = items + (size_t)np * (3 + ndev), *item_gpu_coarse = item_coarse + 1;
 #if TESSERA_HAVE_CUDA
   if (ndev > 0) { /* pinned, so that the copies run on the streams without the host */
     cudaHostRegister(r->cells, 2 * sizeof(float) * cells, cudaHostRegisterDefault);
     cudaHostRegister(r->divq, sizeof(double) * cells, cudaHostRegisterDefault);
+    if (onion)
+      cudaHostRegister(r->coarse,
+                       2 * sizeof(float) *
+                           (cells / ((size_t)r->p.coarsen * r->p.coarsen * r->p.coarsen)),
+                       cudaHostRegisterDefault);
   }
 #endif
   ts_status st = TS_OK;
@@ -389,6 +456,8 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
         gi++;
       for (int q = 0; q < np; q++) /* the rays cross every patch's medium */
         t->in[t->nin++] = w->device >= 0 ? &item_gpu[gi * np + q] : &item_medium[q];
+      if (onion)
+        t->in[t->nin++] = w->device >= 0 ? &item_gpu_coarse[gi] : item_coarse;
     }
     for (int p = 0; p < np; p++) {
       ts_task *e = &tasks[nt++];
@@ -403,7 +472,33 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
       e->out[e->nout++] = &item_t[p];
       e->out[e->nout++] = &item_medium[p];
     }
+    if (onion) { /* the coarse level from the patches' new media */
+      ts_task *t = &tasks[nt++];
+      *t = (ts_task){.name = "coarsen",
+                     .step = step,
+                     .kind = TS_TASK_CPU,
+                     .run = coarsen_task,
+                     .arg = &work[step * np],
+                     .device = -1};
+      for (int p = 0; p < np; p++)
+        t->in[t->nin++] = &item_medium[p];
+      t->out[t->nout++] = item_coarse;
+    }
 #if TESSERA_HAVE_CUDA
+    for (int g = 0; g < ndev && onion; g++) {
+      band_work *u = &work[(size_t)c->steps * np * (1 + ndev) + (size_t)step * ndev + g];
+      *u = work[step * np];
+      u->device = devices[g];
+      ts_task *t = &tasks[nt++];
+      *t = (ts_task){.name = "upload coarse",
+                     .step = step,
+                     .kind = TS_TASK_COPY,
+                     .device = devices[g],
+                     .run = upload_coarse,
+                     .arg = u};
+      t->in[t->nin++] = item_coarse;
+      t->out[t->nout++] = &item_gpu_coarse[g];
+    }
     for (int p = 0; p < np; p++)
       for (int g = 0; g < ndev; g++) {
         band_work *u = &work[(size_t)c->steps * np * (1 + g) + step * np + p];
@@ -433,6 +528,8 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
   if (ndev > 0) {
     cudaHostUnregister(r->cells);
     cudaHostUnregister(r->divq);
+    if (onion)
+      cudaHostUnregister(r->coarse);
   }
 #endif
   r->seconds += omp_get_wtime() - t0;

@@ -76,6 +76,22 @@ int rmcrt_bench(int argc, char **argv, int full_argc, char **full_argv) {
       if (*end || x < 1 || x > 4096)
         return ts_cli_usage_error("--patches must be an integer in [1, 4096]", v);
       p.patches = (int)x;
+    } else if (strcmp(a, "--levels") == 0) {
+      if (*end || x < 1 || x > 2)
+        return ts_cli_usage_error("--levels must be 1 or 2", v);
+      p.coarsen = x == 2 ? (p.coarsen > 1 ? p.coarsen : 4) : 1;
+    } else if (strcmp(a, "--coarsen") == 0) {
+      if (*end || x < 2 || x > 64)
+        return ts_cli_usage_error("--coarsen must be an integer in [2, 64]", v);
+      p.coarsen = (int)x;
+    } else if (strcmp(a, "--roi-halo") == 0) {
+      if (*end || x < 0 || x > 4096)
+        return ts_cli_usage_error("--roi-halo must be an integer in [0, 4096]", v);
+      p.roi_halo = (int)x;
+    } else if (strcmp(a, "--lhs") == 0) {
+      if (strcmp(v, "on") && strcmp(v, "off"))
+        return ts_cli_usage_error("--lhs must be on or off", v);
+      p.lhs = strcmp(v, "on") == 0;
     } else if (strcmp(a, "--backend") == 0) {
       if (strcmp(v, "cpu") && strcmp(v, "cuda"))
         return ts_cli_usage_error("--backend must be cpu or cuda", v);
@@ -98,9 +114,11 @@ int rmcrt_bench(int argc, char **argv, int full_argc, char **full_argv) {
   if (st != TS_OK)
     return ts_cli_fail(st);
   if (ts_comm_rank(ts_comm_world()) == 0)
-    printf("tessera bench rmcrt: Burns & Christon, %d^3 cells x %d rays, %s, %d ranks x %d "
-           "threads\n  %.3f s: %.4g rays/s, %.4g cell crossings/s\n",
-           p.n[0], p.rays, p.cuda ? "cuda" : "cpu", ts_comm_size(ts_comm_world()),
+    printf("tessera bench rmcrt: Burns & Christon, %d^3 cells x %d rays, %s, %d level%s "
+           "(coarsen %d, roi halo %d), %s directions, %d ranks x %d threads\n  %.3f s: %.4g "
+           "rays/s, %.4g cell crossings/s\n",
+           p.n[0], p.rays, p.cuda ? "cuda" : "cpu", p.coarsen > 1 ? 2 : 1, p.coarsen > 1 ? "s" : "",
+           p.coarsen, p.roi_halo, p.lhs ? "lhs" : "random", ts_comm_size(ts_comm_world()),
            omp_get_max_threads(), seconds, rays_per_s, crossings_per_s);
   return 0;
 }

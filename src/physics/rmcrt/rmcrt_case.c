@@ -183,6 +183,17 @@ static ts_status read_case(rmcrt_case *k, const ts_case_options *opt) {
   int origin;
   TS_CALL(ts_config_choice(k->cfg, "rmcrt", "origin", 0, origins, &origin));
   p->jitter = origin == 1;
+  long coarsen, roi;
+  TS_CALL(ts_config_int(k->cfg, "rmcrt", "coarsen", 1, &coarsen));
+  for (int a = 0; a < 3; a++)
+    if (coarsen < 1 || coarsen > 64 || p->n[a] % coarsen != 0)
+      return ts_config_error(k->cfg, "rmcrt", "coarsen",
+                             "must be in [1, 64] and divide nx, ny and nz (%d, %d, %d)", p->n[0],
+                             p->n[1], p->n[2]);
+  TS_CALL(ts_config_int(k->cfg, "rmcrt", "roi_halo", 4, &roi));
+  if (roi < 0 || roi > 100000)
+    return ts_config_error(k->cfg, "rmcrt", "roi_halo", "must be in [0, 100000] cells");
+  p->coarsen = (int)coarsen, p->roi_halo = (int)roi;
   static const char *const samplings[] = {"random", "lhs", NULL};
   int sampling;
   TS_CALL(ts_config_choice(k->cfg, "rmcrt", "sampling", 0, samplings, &sampling));

@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 typedef struct rmcrt_gpu rmcrt_gpu;
-/* Copies the medium's absorption and source (m->n cells) to `device`. */
+/* Copies the medium's absorption and source (m->n cells, and its coarse level) to `device`. */
 ts_status rmcrt_gpu_create(rmcrt_gpu **out, int device, const rmcrt_medium *m);
 /* divQ of the cells [lo, hi) into divq (host, the whole grid's layout), the cell crossings
  * added to *crossed. */
@@ -25,6 +25,8 @@ ts_status rmcrt_gpu_trace_band(rmcrt_gpu *g, const rmcrt_medium *m, int z0, int 
                                double *divq, void *stream);
 ts_status rmcrt_gpu_upload_band(rmcrt_gpu *g, const float *cells, const int n[3], int z0, int z1,
                                 void *stream);
+/* The coarse level (host, pinned) copied to the device on a stream. */
+ts_status rmcrt_gpu_upload_coarse(rmcrt_gpu *g, const float *coarse, void *stream);
 int64_t rmcrt_gpu_take_crossings(rmcrt_gpu *g);
 void rmcrt_gpu_destroy(rmcrt_gpu *g);
 

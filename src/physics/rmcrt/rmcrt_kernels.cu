@@ -9,7 +9,9 @@
 
 struct rmcrt_gpu {
   int device;
-  float *cells;                /* the medium (rmcrt_medium) */
+  float *cells;  /* the medium (rmcrt_medium) */
+  float *coarse; /* its coarse level (NULL without) */
+  size_t coarse_bytes;
   double *divq;                /* the box being traced */
   size_t divq_cells;           /* allocated */
   double *grid_divq;           /* the whole grid, for bands traced on streams (NULL until then) */
@@ -52,6 +54,11 @@ extern "C" ts_status rmcrt_gpu_create(rmcrt_gpu **out, int device, const rmcrt_m
     e = cudaMemset(g->crossed, 0, sizeof *g->crossed);
   if (e == cudaSuccess)
     e = cudaMemcpy(g->cells, m->cells, bytes, cudaMemcpyHostToDevice);
+  g->coarse_bytes = m->coarse ? 2 * sizeof(float) * (size_t)m->nc[0] * m->nc[1] * m->nc[2] : 0;
+  if (e == cudaSuccess && m->coarse)
+    e = cudaMalloc(&g->coarse, g->coarse_bytes);
+  if (e == cudaSuccess && m->coarse)
+    e = cudaMemcpy(g->coarse, m->coarse, g->coarse_bytes, cudaMemcpyHostToDevice);
   if (e != cudaSuccess) {
     rmcrt_gpu_destroy(g);
     return fail(e, "set-up of the medium");
@@ -75,6 +82,7 @@ extern "C" ts_status rmcrt_gpu_trace(rmcrt_gpu *g, const rmcrt_medium *m, const 
     return fail(e, "allocation of divQ");
   rmcrt_medium dm = *m;
   dm.cells = g->cells;
+  dm.coarse = g->coarse;
   unsigned long long count = 0;
   double *box = (double *)malloc(sizeof(double) * (cells ? cells : 1));
   if (!box)
@@ -113,6 +121,7 @@ extern "C" ts_status rmcrt_gpu_trace_band(rmcrt_gpu *g, const rmcrt_medium *m, i
     return fail(e, "allocation of divQ");
   rmcrt_medium dm = *m;
   dm.cells = g->cells;
+  dm.coarse = g->coarse;
   double *band = g->grid_divq + layer * z0;
   if (cells > 0) {
     k_trace<<<(unsigned)((cells + 127) / 128), 128, 0, s>>>(
@@ -135,6 +144,14 @@ extern "C" ts_status rmcrt_gpu_upload_band(rmcrt_gpu *g, const float *cells, con
   return e == cudaSuccess ? TS_OK : fail(e, "upload of the medium");
 }
 
+extern "C" ts_status rmcrt_gpu_upload_coarse(rmcrt_gpu *g, const float *coarse, void *stream) {
+  cudaError_t e = cudaSetDevice(g->device);
+  if (e == cudaSuccess && g->coarse)
+    e = cudaMemcpyAsync(g->coarse, coarse, g->coarse_bytes, cudaMemcpyHostToDevice,
+                        (cudaStream_t)stream);
+  return e == cudaSuccess ? TS_OK : fail(e, "upload of the coarse level");
+}
+
 extern "C" int64_t rmcrt_gpu_take_crossings(rmcrt_gpu *g) {
   unsigned long long count = 0;
   cudaSetDevice(g->device);
@@ -149,6 +166,7 @@ extern "C" void rmcrt_gpu_destroy(rmcrt_gpu *g) {
     return;
   cudaSetDevice(g->device);
   cudaFree(g->cells);
+  cudaFree(g->coarse);
   cudaFree(g->divq);
   cudaFree(g->grid_divq);
   cudaFree(g->crossed);

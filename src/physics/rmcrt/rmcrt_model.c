@@ -27,6 +27,13 @@ static const ts_config_key rmcrt_keys[] = {
     {"rmcrt", "sampling", "", "random",
      "ray directions: random (independent, uniform on the sphere) or lhs (Latin hypercube: "
      "each cell's rays stratified in cos(polar angle) and in azimuth)"},
+    {"rmcrt", "coarsen", "", "1",
+     "the data onion: a coarse level of cells coarsen^3 fine ones (their mean absorption and "
+     "emission), which rays march beyond roi_halo fine cells of their own cell; 1: one level. "
+     "Must divide nx, ny and nz"},
+    {"rmcrt", "roi_halo", "cells", "4",
+     "coarsen > 1: the region of interest, the fine cells within this many of a ray's cell per "
+     "axis"},
     {"rmcrt", "couple", "", "none",
      "none (one radiation solve), or energy: rho_cp dT/dt = -divQ over `steps` steps of `dt`, on "
      "the task runtime"},
@@ -48,8 +55,10 @@ const ts_model ts_model_rmcrt = {
     .nkeys = (int)(sizeof rmcrt_keys / sizeof rmcrt_keys[0]),
     .run = ts_rmcrt_case_run,
     .bench = rmcrt_bench,
-    .bench_usage = "[--size N] [--rays R] [--backend cpu|cuda] [--devices 0,1] [--patches P]\n",
+    .bench_usage = "[--size N] [--rays R] [--backend cpu|cuda] [--devices 0,1] [--patches P]\n"
+                   "          [--levels 1|2] [--coarsen C] [--roi-halo H] [--lhs on|off]\n",
     .bench_help =
         "  bench rmcrt the Burns & Christon medium of N^3 cells, R rays per cell, traced once\n"
-        "          untimed then once timed; prints rays/s and cell crossings/s\n",
+        "          untimed then once timed; prints rays/s and cell crossings/s; --levels 2: the\n"
+        "          data onion (coarse cells of C^3 fine ones, default 4, fine within H cells)\n",
 };

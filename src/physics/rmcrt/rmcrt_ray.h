@@ -36,6 +36,13 @@ typedef struct rmcrt_medium {
   int jitter; /* origins jittered in the cell (else its centre) */
   int lhs;    /* directions Latin-hypercube stratified over the cell's rays (else independent) */
   int rays;   /* rays per cell (the strata of lhs) */
+  /* The coarse level of the data onion (ratio > 1): nc = n / ratio cells of dxc = ratio x dx,
+   * each the mean kappa and S of its fine cells, in the same layout as cells. A ray marches the
+   * fine cells within roi cells of its own cell (per axis), then the coarse level. */
+  int ratio, roi;
+  int nc[3];
+  double dxc[3];
+  const float *coarse;
 } rmcrt_medium;
 
 /* e^x for x <= 0 (0 below -708, where it would leave the normal range): x = k ln 2 + r,
@@ -158,44 +165,72 @@ TS_HD static inline void rmcrt_ray_start(const rmcrt_medium *m, int64_t cell, in
     origin[a] = (c[a] + off[a]) * m->dx[a];
 }
 
-/* The intensity gathered by one ray from cell c (and the cells it crossed, added to *crossed). */
-TS_HD static inline double rmcrt_trace(const rmcrt_medium *m, const int c0[3], const double dir[3],
-                                       const double origin[3], int64_t *crossed) {
-  int c[3] = {c0[0], c0[1], c0[2]}, step[3];
-  double t_max[3], t_delta[3];
+/* The DDA's state for cell c of size dx on the ray origin + t dir: the step per axis, the t at
+ * which the ray leaves the cell along each axis, and the t it takes to cross a cell. */
+TS_HD static inline void rmcrt_dda_start(const int c[3], const double dx[3], const double dir[3],
+                                         const double origin[3], int step[3], double t_max[3],
+                                         double t_delta[3]) {
   for (int a = 0; a < 3; a++) {
     if (dir[a] > 0) {
       step[a] = 1;
-      t_max[a] = ((c[a] + 1) * m->dx[a] - origin[a]) / dir[a];
-      t_delta[a] = m->dx[a] / dir[a];
+      t_max[a] = ((c[a] + 1) * dx[a] - origin[a]) / dir[a];
+      t_delta[a] = dx[a] / dir[a];
     } else if (dir[a] < 0) {
       step[a] = -1;
-      t_max[a] = (c[a] * m->dx[a] - origin[a]) / dir[a];
-      t_delta[a] = -m->dx[a] / dir[a];
+      t_max[a] = (c[a] * dx[a] - origin[a]) / dir[a];
+      t_delta[a] = -dx[a] / dir[a];
     } else {
       step[a] = 0;
       t_max[a] = INFINITY;
       t_delta[a] = INFINITY;
     }
   }
+}
+
+/* The intensity gathered by one ray from cell c (and the cells it crossed, added to *crossed).
+ * With a coarse level the ray leaves the fine cells where it leaves the region of interest (the
+ * fine cells within roi of c0 per axis) and goes on through the coarse cells holding it. */
+TS_HD static inline double rmcrt_trace(const rmcrt_medium *m, const int c0[3], const double dir[3],
+                                       const double origin[3], int64_t *crossed) {
+  int c[3] = {c0[0], c0[1], c0[2]}, step[3], n[3] = {m->n[0], m->n[1], m->n[2]}, lo[3], hi[3];
+  double t_max[3], t_delta[3];
+  const float *cells = m->cells;
+  for (int a = 0; a < 3; a++) { /* the whole grid on one level */
+    lo[a] = m->ratio > 1 && c0[a] - m->roi > 0 ? c0[a] - m->roi : 0;
+    hi[a] = m->ratio > 1 && c0[a] + m->roi < n[a] - 1 ? c0[a] + m->roi : n[a] - 1;
+  }
+  rmcrt_dda_start(c, m->dx, dir, origin, step, t_max, t_delta);
   double t = 0, transmissivity = 1, intensity = 0;
-  int64_t n0 = m->n[0], n01 = (int64_t)m->n[0] * m->n[1], crossings = 0;
+  int64_t n0 = n[0], n01 = (int64_t)n[0] * n[1], crossings = 0;
+  int fine = 1;
   for (;;) {
     int a = t_max[0] <= t_max[1] ? (t_max[0] <= t_max[2] ? 0 : 2) : (t_max[1] <= t_max[2] ? 1 : 2);
     int64_t cell = c[0] + n0 * c[1] + n01 * c[2];
-    double after = transmissivity * rmcrt_exp(-(double)m->cells[2 * cell] * (t_max[a] - t));
-    intensity += (double)m->cells[2 * cell + 1] * (transmissivity - after);
+    double length = t_max[a] - t; /* >= 0; a coarse cell entered mid-way may round below */
+    length = length > 0 ? length : 0;
+    double after = transmissivity * rmcrt_exp(-(double)cells[2 * cell] * length);
+    intensity += (double)cells[2 * cell + 1] * (transmissivity - after);
     transmissivity = after;
     crossings++;
     t = t_max[a];
     t_max[a] += t_delta[a];
     c[a] += step[a];
-    if (c[a] < 0 || c[a] >= m->n[a]) {
+    if (c[a] < 0 || c[a] >= n[a]) {
       intensity += m->wall[2 * a + (step[a] > 0)] * transmissivity;
       break;
     }
     if (transmissivity < m->threshold)
       break;
+    if (fine && (c[a] < lo[a] || c[a] > hi[a])) { /* out of the region of interest */
+      fine = 0;
+      cells = m->coarse;
+      for (int b = 0; b < 3; b++) {
+        c[b] /= m->ratio;
+        n[b] = m->nc[b];
+      }
+      n0 = n[0], n01 = (int64_t)n[0] * n[1];
+      rmcrt_dda_start(c, m->dxc, dir, origin, step, t_max, t_delta);
+    }
   }
   *crossed += crossings;
   return intensity;
