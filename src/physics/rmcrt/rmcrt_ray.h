@@ -202,7 +202,7 @@ TS_HD static inline double rmcrt_trace(const rmcrt_medium *m, const int c0[3], c
   rmcrt_dda_start(c, m->dx, dir, origin, step, t_max, t_delta);
   double t = 0, transmissivity = 1, intensity = 0;
   int64_t n0 = n[0], n01 = (int64_t)n[0] * n[1], crossings = 0;
-  int fine = 1;
+  int fine = m->ratio > 1; /* on the fine level of two: may leave the region of interest */
   for (;;) {
     int a = t_max[0] <= t_max[1] ? (t_max[0] <= t_max[2] ? 0 : 2) : (t_max[1] <= t_max[2] ? 1 : 2);
     int64_t cell = c[0] + n0 * c[1] + n01 * c[2];
@@ -221,7 +221,7 @@ TS_HD static inline double rmcrt_trace(const rmcrt_medium *m, const int c0[3], c
     }
     if (transmissivity < m->threshold)
       break;
-    if (fine && (c[a] < lo[a] || c[a] > hi[a])) { /* out of the region of interest */
+    if (fine && (c[a] < lo[a] || c[a] > hi[a])) { /* leaves the region of interest */
       fine = 0;
       cells = m->coarse;
       for (int b = 0; b < 3; b++) {
