@@ -189,7 +189,8 @@ static void device_list(const int *devices, int count, int gpus_only, char *out,
  * (alone_s), both predicted seconds. */
 static void log_devices(ts_swe *s, const int *devices, int count, int keep, double with_s,
                         double alone_s, const char *reason) {
-  char all[24], gpus[24];
+  char all[sizeof((ts_swe_decision *)0)->candidates[0]]; /* as long as a candidate */
+  char gpus[sizeof all];
   device_list(devices, count, 0, all, sizeof all);
   device_list(devices, count, 1, gpus, sizeof gpus);
   ts_swe_decision *d = swe_tune_rule(s, "devices", keep ? all : gpus, reason);
