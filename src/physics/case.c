@@ -98,35 +98,49 @@ ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_ki
   return TS_OK;
 }
 
+ts_device_list_fault ts_parse_devices(const char *text, int max, int allow_cpu, int *n,
+                                      int *devices) {
+  *n = 0;
+  for (const char *p = text; *p;) {
+    char *end;
+    long d = strtol(p, &end, 10);
+    if (strncmp(p, "cpu", 3) == 0 && (p[3] == ',' || p[3] == ' ' || !p[3])) {
+      if (!allow_cpu)
+        return TS_DEVICES_NO_CPU;
+      d = TS_CASE_DEVICE_CPU;
+      end = (char *)p + 3;
+    } else if (end == p || d < 0 || d >= 4096 || (*end && *end != ',' && *end != ' ')) {
+      return TS_DEVICES_MALFORMED;
+    }
+    if (*n == max)
+      return TS_DEVICES_TOO_MANY;
+    devices[(*n)++] = (int)d;
+    p = end;
+    while (*p == ' ' || *p == ',')
+      p++;
+  }
+  return TS_DEVICES_OK;
+}
+
 ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int *n, int *devices) {
   const char *v;
   *n = 0;
   TS_CALL(ts_config_string(cfg, "parallel", "devices", "all", &v));
   if (strcmp(v, "all") == 0)
     return TS_OK;
-  for (const char *p = v; *p;) {
-    char *end;
-    long d = strtol(p, &end, 10);
-    if (strncmp(p, "cpu", 3) == 0 && (p[3] == ',' || p[3] == ' ' || !p[3])) {
-      if (!allow_cpu)
-        return ts_config_error(cfg, "parallel", "devices",
-                               "cpu: this model runs on GPUs or on the CPU, not both in one run");
-      d = TS_CASE_DEVICE_CPU;
-      end = (char *)p + 3;
-    } else if (end == p || d < 0 || d >= 4096) {
-      return ts_config_error(cfg, "parallel", "devices",
-                             "must be all or a comma-separated list of device numbers and cpu, "
-                             "such as 0,1 or 0,cpu (got '%s')",
-                             v);
-    }
-    if (*n == max)
-      return ts_config_error(cfg, "parallel", "devices", "at most %d devices (got '%s')", max, v);
-    devices[(*n)++] = (int)d;
-    p = end;
-    while (*p == ' ' || *p == ',')
-      p++;
+  switch (ts_parse_devices(v, max, allow_cpu, n, devices)) {
+  case TS_DEVICES_OK: return TS_OK;
+  case TS_DEVICES_NO_CPU:
+    return ts_config_error(cfg, "parallel", "devices",
+                           "cpu: this model runs on GPUs or on the CPU, not both in one run");
+  case TS_DEVICES_TOO_MANY:
+    return ts_config_error(cfg, "parallel", "devices", "at most %d devices (got '%s')", max, v);
+  default:
+    return ts_config_error(cfg, "parallel", "devices",
+                           "must be all or a comma-separated list of device numbers and cpu, "
+                           "such as 0,1 or 0,cpu (got '%s')",
+                           v);
   }
-  return TS_OK;
 }
 
 ts_status ts_case_read_cuda(const ts_config *cfg, int *cuda) {

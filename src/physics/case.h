@@ -36,6 +36,16 @@ ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_ki
  * not driving GPUs, as TS_CASE_DEVICE_CPU) where the model allows it. */
 #define TS_CASE_DEVICE_CPU (-1)
 ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int *n, int *devices);
+/* A comma-separated list of device numbers (below 4096) and, where allowed, `cpu`, as
+ * [parallel] devices and the benchmarks' --devices take it: 0, or what is wrong with it. */
+typedef enum ts_device_list_fault {
+  TS_DEVICES_OK = 0,
+  TS_DEVICES_MALFORMED, /* not a number or cpu */
+  TS_DEVICES_NO_CPU,    /* cpu where it is not allowed */
+  TS_DEVICES_TOO_MANY   /* more than max */
+} ts_device_list_fault;
+ts_device_list_fault ts_parse_devices(const char *text, int max, int allow_cpu, int *n,
+                                      int *devices);
 /* [parallel] backend (cpu, cuda, auto; default from TESSERA_BACKEND, else cpu) for modules that
  * run on the CPU or on GPUs: *cuda set for GPUs; cuda in a build without CUDA is an error. */
 ts_status ts_case_read_cuda(const ts_config *cfg, int *cuda);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics/case.h"
 #include "physics/cli.h"
 #include "tessera/comm.h"
 #include "tessera/rmcrt.h"
@@ -97,14 +98,12 @@ int rmcrt_bench(int argc, char **argv, int full_argc, char **full_argv) {
         return ts_cli_usage_error("--backend must be cpu or cuda", v);
       p.cuda = strcmp(v, "cuda") == 0;
     } else if (strcmp(a, "--devices") == 0) {
-      p.ndevices = 0;
-      for (const char *q = v; *q && p.ndevices < TS_RMCRT_MAX_DEVICES;) {
-        long d = strtol(q, &end, 10);
-        if (end == q || d < 0 || (*end && *end != ','))
-          return ts_cli_usage_error("--devices must be a list of GPU numbers such as 0,1", v);
-        p.devices[p.ndevices++] = (int)d;
-        q = *end ? end + 1 : end;
-      }
+      ts_device_list_fault fault =
+          ts_parse_devices(v, TS_RMCRT_MAX_DEVICES, 0, &p.ndevices, p.devices);
+      if (fault == TS_DEVICES_TOO_MANY)
+        return ts_cli_usage_error("--devices lists more devices than a run takes", v);
+      if (fault != TS_DEVICES_OK)
+        return ts_cli_usage_error("--devices must be a list of GPU numbers such as 0,1", v);
     } else {
       return ts_cli_usage_error("unknown option", a);
     }

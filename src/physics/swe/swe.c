@@ -315,16 +315,8 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
     TS_CALL(ts_decomp_weigh(&s->decomp, s->weights));
   } else if (s->backend == TS_BACKEND_CUDA && s->nranks == 1 && lists_cpu(par) &&
              !s->balance.cpu_trial) {
-    /* Until the balancer measures them, the CPU's subdomains start thin: a GPU is assumed 64
-     * times as fast as the host's cores (an H100 against 16 cores: about 200 times). */
-    double *prior = malloc(sizeof(double) * (size_t)count);
-    if (!prior)
-      return ts_error(TS_ERR_NOMEM, "swe: out of memory");
-    for (int sub = 0; sub < count; sub++)
-      prior[sub] = par->devices[sub % par->ndevices] < 0 ? 1.0 / 64 : 1.0;
-    ts_status st = ts_decomp_weigh(&s->decomp, prior);
-    free(prior);
-    TS_CALL(st);
+    /* Until the balancer measures them, the CPU's subdomains start thin. */
+    TS_CALL(swe_balance_thin_cpu(&s->decomp, par->devices, par->ndevices));
   }
   s->ghost_expansion = par->ghost_expansion > 0 ? par->ghost_expansion : 1;
   s->halo_width = SWE_STAGE_REACH * (params->rk_order == 1 ? 1 : 2) * s->ghost_expansion;

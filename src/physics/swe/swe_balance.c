@@ -265,6 +265,17 @@ static ts_status keep_or_drop_cpu(ts_swe *s, int axis, const double *work, int l
   return st;
 }
 
+ts_status swe_balance_thin_cpu(ts_decomp *d, const int *devices, int ndevices) {
+  double *prior = malloc(sizeof(double) * (size_t)d->count);
+  if (!prior)
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  for (int sub = 0; sub < d->count; sub++)
+    prior[sub] = devices[sub % ndevices] < 0 ? 1.0 / 64 : 1.0;
+  ts_status st = ts_decomp_weigh(d, prior);
+  free(prior);
+  return st;
+}
+
 int swe_balance_plan_cpu_trial(ts_swe *s, int count, ts_decomp_kind kind) {
   const ts_swe_parallel *par = &s->p.parallel;
   swe_balance_state *b = &s->balance;
@@ -340,10 +351,10 @@ static ts_status time_cpu_on_band(ts_swe *s, const ts_box *band, int steps, int 
     p.parallel.balance = TS_BALANCE_OFF;
     st = ts_swe_create(&trial, &p, &in[0], &in[1], &in[2], &in[3], s->has_friction ? &in[4] : NULL);
   }
+  if (st == TS_OK)
+    trial->parts[0]->threads = threads;
   double dt, mark = 0;
   for (int k = 0; k <= steps && st == TS_OK; k++) {
-    if (k == 0)
-      trial->parts[0]->threads = threads;
     st = ts_swe_step(trial, 1e9, &dt);
     if (k == 0)
       mark = trial->parts[0]->compute_s;
@@ -392,22 +403,18 @@ static ts_status try_cpu(ts_swe *s, int steps) {
   double total = 0;
   for (int r = 0; r < len; r++)
     total += work[r];
-  /* the CPU's first band: 1/64 of the grid (a GPU assumed 64 times as fast), 16 cells or more */
-  double *prior = malloc(sizeof(double) * (size_t)count);
+  /* the CPU's first band, as a split with it starts (swe_balance_thin_cpu), 16 cells or more */
   ts_decomp first = {0};
   int n[3] = {s->decomp.n[0], s->decomp.n[1], 1}, cpu_sub = -1;
-  ts_status st = prior ? TS_OK : ts_error(TS_ERR_NOMEM, "swe: out of memory");
-  for (int k = 0; k < count && st == TS_OK; k++) {
-    prior[k] = b->trial_devices[k] < 0 ? 1.0 / 64 : 1.0;
+  for (int k = 0; k < count; k++) {
     ngpu += b->trial_devices[k] >= 0;
     if (b->trial_devices[k] < 0 && cpu_sub < 0)
       cpu_sub = k;
   }
+  ts_status st =
+      ts_decomp_create(&first, 2, n, count, axis == 0 ? TS_DECOMP_COLUMNS : TS_DECOMP_ROWS, NULL);
   if (st == TS_OK)
-    st =
-        ts_decomp_create(&first, 2, n, count, axis == 0 ? TS_DECOMP_COLUMNS : TS_DECOMP_ROWS, NULL);
-  if (st == TS_OK)
-    st = ts_decomp_weigh(&first, prior);
+    st = swe_balance_thin_cpu(&first, b->trial_devices, count);
   double cpu_cost = 0, t0 = omp_get_wtime();
   if (st == TS_OK) {
     ts_box band = first.boxes[cpu_sub];
@@ -421,7 +428,6 @@ static ts_status try_cpu(ts_swe *s, int steps) {
   }
   double trial_s = omp_get_wtime() - t0;
   ts_decomp_destroy(&first);
-  free(prior);
   /* per step: the GPUs alone, and the split with the CPU */
   double host_s = fmax(wall_s - busiest, 0.0), alone_s = total / gpu_rate + (ngpu > 1 ? host_s : 0);
   double *all_cost = malloc(sizeof(double) * (size_t)count), with_s = INFINITY;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics/case.h"
 #include "physics/cli.h"
 #include "tessera/comm.h"
 #include "tessera/gpu.h"
@@ -249,21 +250,13 @@ int swe_bench(int argc, char **argv, int full_argc, char **full_argv) {
         return ts_cli_usage_error("--decomposition must be auto, rows, columns or tiles", v);
       par.decomposition = (ts_decomp_kind)found;
     } else if (strcmp(a, "--devices") == 0) {
-      const char *q = v;
-      par.ndevices = 0;
-      while (*q && par.ndevices < TS_MAX_DEVICES) {
-        long d = strtol(q, &end, 10);
-        if (strncmp(q, "cpu", 3) == 0)
-          d = -1, end = (char *)q + 3; /* the host's cores beside the GPUs */
-        else if (end == q || d < 0)
-          return ts_cli_usage_error(
-              "--devices must be a list of GPU numbers and cpu such as 0,1,cpu", v);
-        par.devices[par.ndevices++] = (int)d;
-        q = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
-          return ts_cli_usage_error(
-              "--devices must be a list of GPU numbers and cpu such as 0,1,cpu", v);
-      }
+      ts_device_list_fault fault =
+          ts_parse_devices(v, TS_MAX_DEVICES, 1, &par.ndevices, par.devices);
+      if (fault == TS_DEVICES_TOO_MANY)
+        return ts_cli_usage_error("--devices lists more devices than a run takes", v);
+      if (fault != TS_DEVICES_OK)
+        return ts_cli_usage_error("--devices must be a list of GPU numbers and cpu such as 0,1,cpu",
+                                  v);
     } else if (strcmp(a, "--backend") == 0) {
       if (strcmp(v, "cpu") && strcmp(v, "cuda"))
         return ts_cli_usage_error("--backend must be cpu or cuda", v);

@@ -436,6 +436,9 @@ ts_status swe_balance_init(ts_swe *s);
  * subdomains to start with (their devices in s->balance.trial_devices' GPU entries, in order);
  * otherwise returns count. */
 int swe_balance_plan_cpu_trial(ts_swe *s, int count, ts_decomp_kind kind);
+/* Weighs the split d for its devices (subdomain k on devices[k % ndevices], -1 the CPU): the
+ * CPU's subdomains thin, a GPU assumed 64 times as fast until the balancer has measured both. */
+ts_status swe_balance_thin_cpu(ts_decomp *d, const int *devices, int ndevices);
 /* The device of subdomain `sub` of the starting split under a CPU trial. */
 int swe_balance_trial_gpu(const ts_swe *s, int sub);
 ts_status swe_balance_after_steps(ts_swe *s, int steps);
