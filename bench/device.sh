@@ -171,14 +171,39 @@ if [ "$what" = balance ]; then
   } 2>&1 | tee "$out/balance.log"
 fi
 
-# RMCRT (issue 17): the Burns & Christon medium, 41^3 x 100 rays and 256^3 x 100 rays on GPU 0,
-# 2 patches on it, and 41^3 x 100 rays on all host cores (the GPU-over-CPU ratio).
+# RMCRT (issue 17): the Burns & Christon medium, 41^3 x 100 rays and 256^3 x 100 rays on GPU 0
+# (one level, and two levels with Latin-hypercube directions), 2 patches on it, and 41^3 x 100
+# rays on all host cores (the GPU-over-CPU ratio); with BASELINE=PATH (an older tessera) the GPU
+# benchmarks run with it first, in the same call. Then the coupled run on the task runtime at
+# 128^3 x 100 rays, 4 and 8 patches on GPU 0, with its trace (the GPU's idle fraction is in
+# summary.json), and over 2 MPI ranks sharing GPU 0.
 if [ "$what" = rmcrt ]; then
+  b=$root/examples/burns_christon/burns_christon.ini
   {
-    "$T" bench rmcrt --size 41 --rays 100 --backend cuda
-    "$T" bench rmcrt --size 256 --rays 100 --backend cuda
+    for t in ${BASELINE:-} "$T"; do
+      echo "== $t"
+      "$t" bench rmcrt --size 41 --rays 100 --backend cuda
+      "$t" bench rmcrt --size 40 --rays 100 --backend cuda --levels 2
+      "$t" bench rmcrt --size 256 --rays 100 --backend cuda
+      "$t" bench rmcrt --size 256 --rays 100 --backend cuda --levels 2 --lhs
+    done
     "$T" bench rmcrt --size 256 --rays 100 --backend cuda --devices 0,0 --patches 2
     OMP_NUM_THREADS=$(nproc) "$T" bench rmcrt --size 41 --rays 100 --backend cpu
+    coupled=(--set parallel.backend=cuda --set rmcrt.nx=128 --set rmcrt.rays=100
+      --set rmcrt.couple=energy --set rmcrt.steps=8 --set rmcrt.dt=10 --quiet)
+    c=/tmp/coupled # (the fields stay there; the traces come back)
+    for np in 4 8; do
+      "$T" run "$b" "${coupled[@]}" --set parallel.subdomains=$np --out "$c/$np" \
+        --trace "$out/coupled_trace_$np.json"
+      echo "== coupled 128^3, $np patches: $(grep -E '"(gpu_idle_fraction|trace_s|rays_per_s)"' \
+        "$c/$np/summary.json" | tr -d ' \n')"
+    done
+    mpirun --allow-run-as-root -np 2 "$T" run "$b" "${coupled[@]}" --set parallel.subdomains=8 \
+      --out "$c/mpi" --trace "$out/coupled_trace_mpi.json"
+    echo "== coupled 128^3, 2 ranks x 4 patches: $(grep -E '"(gpu_idle_fraction|trace_s)"' \
+      "$c/mpi/summary.json" | tr -d ' \n')"
+    cmp "$c/8/divq.vti" "$c/mpi/divq.vti" &&
+      echo "coupled: the same divq.vti on 8 patches of one process and over 2 ranks"
   } 2>&1 | tee "$out/rmcrt.log"
 fi
 

@@ -40,6 +40,16 @@ ts_status ts_comm_allgather(const ts_comm *c, const void *send, size_t bytes, vo
 ts_status ts_comm_gather(const ts_comm *c, const void *send, const size_t *counts, void *recv,
                          int root);
 
+/* Point-to-point messages of `bytes` bytes to or from rank `peer`, posted without waiting; any
+ * thread may post and test them (the calls are serialised here). *request is NULL after a
+ * failure. ts_comm_test returns 1 when the message is complete (the request is freed and set to
+ * NULL; a NULL request is complete), 0 while it is in flight, -1 on failure. */
+ts_status ts_comm_isend(const ts_comm *c, const void *buf, size_t bytes, int peer, int tag,
+                        void **request);
+ts_status ts_comm_irecv(const ts_comm *c, void *buf, size_t bytes, int peer, int tag,
+                        void **request);
+int ts_comm_test(void **request);
+
 /* Collective: every rank passes its own status; all return together. The lowest failing rank
  * gets its status back (its message stands); the others get TS_ERR_PEER with a message naming
  * that rank, which callers do not print. */

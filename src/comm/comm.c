@@ -2,7 +2,9 @@
  * rank otherwise; reductions, gathers, error agreement and the exact sum. */
 #include "tessera/comm.h"
 
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,10 +14,11 @@
 
 struct ts_comm {
   int rank, size, mpi; /* mpi: MPI was started and this communicator uses it */
+  int threads;         /* the thread support MPI provides (MPI_THREAD_*) */
 };
 
-static ts_comm world = {0, 1, 0};
-static const ts_comm self = {0, 1, 0}; /* collectives over one process are local */
+static ts_comm world = {0, 1, 0, 0};
+static const ts_comm self = {0, 1, 0, 0}; /* collectives over one process are local */
 
 static int launched_by_mpi(void) {
   const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS",
@@ -31,8 +34,11 @@ ts_status ts_comm_init(int *argc, char ***argv) {
   if (!launched_by_mpi())
     return TS_OK;
   int provided = 0;
-  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+  /* serialised: the task runtime's messages are posted and tested from any of its threads, one
+   * call at a time (ts_comm_isend) */
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     return ts_error(TS_ERR_INTERNAL, "MPI could not be started");
+  world.threads = provided;
   MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world.size);
   world.mpi = 1;
@@ -163,6 +169,81 @@ ts_status ts_comm_agree(const ts_comm *c, ts_status local) {
     return local; /* the lowest failing rank reports; the others stay quiet */
   ts_error(TS_ERR_PEER, "rank %d failed and reported why", failed);
   return TS_ERR_PEER;
+}
+
+/* ------------------------------------------------------------------ messages */
+
+/* The messages' MPI calls come from any thread, one at a time under this lock. */
+static pthread_mutex_t message_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#if TESSERA_HAVE_MPI
+static ts_status post(const ts_comm *c, void *buf, size_t bytes, int peer, int tag, int send,
+                      void **request) {
+  *request = NULL;
+  if (!c->mpi || peer < 0 || peer >= c->size || peer == c->rank)
+    return ts_error(TS_ERR_INTERNAL, "message to rank %d of %d from rank %d", peer, c->size,
+                    c->rank);
+  if (c->threads < MPI_THREAD_SERIALIZED)
+    return ts_error(TS_ERR_INTERNAL, "the MPI library does not allow calls from several threads");
+  if (bytes > INT_MAX)
+    return ts_error(TS_ERR_INTERNAL, "message of %zu bytes: at most %d", bytes, INT_MAX);
+  MPI_Request *r = malloc(sizeof *r);
+  if (!r)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  pthread_mutex_lock(&message_lock);
+  int rc = send ? MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, r)
+                : MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, r);
+  pthread_mutex_unlock(&message_lock);
+  if (rc != MPI_SUCCESS) {
+    free(r);
+    return mpi_check(rc, send ? "isend" : "irecv");
+  }
+  *request = r;
+  return TS_OK;
+}
+#endif
+
+ts_status ts_comm_isend(const ts_comm *c, const void *buf, size_t bytes, int peer, int tag,
+                        void **request) {
+#if TESSERA_HAVE_MPI
+  return post(c, (void *)buf, bytes, peer, tag, 1, request);
+#else
+  (void)c, (void)buf, (void)bytes, (void)tag, *request = NULL;
+  return ts_error(TS_ERR_INTERNAL, "message to rank %d: built without MPI", peer);
+#endif
+}
+
+ts_status ts_comm_irecv(const ts_comm *c, void *buf, size_t bytes, int peer, int tag,
+                        void **request) {
+#if TESSERA_HAVE_MPI
+  return post(c, buf, bytes, peer, tag, 0, request);
+#else
+  (void)c, (void)buf, (void)bytes, (void)tag, *request = NULL;
+  return ts_error(TS_ERR_INTERNAL, "message from rank %d: built without MPI", peer);
+#endif
+}
+
+int ts_comm_test(void **request) {
+#if TESSERA_HAVE_MPI
+  if (!*request)
+    return 1;
+  int done = 0;
+  pthread_mutex_lock(&message_lock);
+  int rc = MPI_Test((MPI_Request *)*request, &done, MPI_STATUS_IGNORE);
+  pthread_mutex_unlock(&message_lock);
+  if (rc != MPI_SUCCESS) {
+    mpi_check(rc, "test");
+    return -1;
+  }
+  if (done) {
+    free(*request);
+    *request = NULL;
+  }
+  return done;
+#else
+  (void)request;
+  return 1;
+#endif
 }
 
 /* ------------------------------------------------------------------ exact sums */

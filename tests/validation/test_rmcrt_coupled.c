@@ -11,6 +11,12 @@
  *     and the dependencies held: each patch's energy update starts after its tracing of that
  *     step ended, and each tracing after every energy update of the step before.
  *  4. --trace on a shallow-water case is refused in one line.
+ * With `--mpi` (ctest mpi.rmcrt_coupled_trace), instead: the run over 2 MPI ranks with 2 patches
+ * each equals the one-process run on 4 patches byte for byte, and its trace holds both ranks (one
+ * process each) with their message tasks: each rank sends its 2 patches' new media to the other
+ * after every step (12 sends, 12 receives per rank), a receive ends after its send started, each
+ * patch's next energy update starts after the send of its last one completed, and each tracing
+ * starts after every receive of the step before ended.
  * Skipped (exit 77) when the CLI is missing. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -22,22 +28,26 @@
 
 static char dir[] = "/tmp/tessera_coupled_XXXXXX";
 
-static int run(const char *cli, const char *args, const char *out) {
+static int run_with(const char *launcher, const char *cli, const char *args, const char *out) {
   char cmd[4096];
   const char *src = getenv("TESSERA_SOURCE_DIR");
   snprintf(cmd, sizeof cmd,
-           "\"%s\" run %s/examples/burns_christon/burns_christon.ini --set rmcrt.nx=16 --set "
+           "%s \"%s\" run %s/examples/burns_christon/burns_christon.ini --set rmcrt.nx=16 --set "
            "rmcrt.rays=20 --set rmcrt.couple=energy --set rmcrt.steps=6 --set rmcrt.dt=50 --set "
            "rmcrt.radiation_interval=2 %s --out %s/%s --quiet 2> %s/stderr.txt",
-           cli, src ? src : ".", args, dir, out, dir);
+           launcher, cli, src ? src : ".", args, dir, out, dir);
   int rc = system(cmd);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int run(const char *cli, const char *args, const char *out) {
+  return run_with("", cli, args, out);
 }
 
 typedef struct event {
   char name[16];
   double ts, dur;
-  int patch, step;
+  int patch, step, pid;
 } event;
 
 /* The complete events of a trace file (one per line), or -1 when one is malformed. */
@@ -54,27 +64,81 @@ static int read_events(const char *path, event *ev, int max) {
     event e;
     char *name = strstr(line, "\"name\": \""), *ts = strstr(line, "\"ts\": "),
          *dur = strstr(line, "\"dur\": "), *patch = strstr(line, "\"patch\": "),
-         *step = strstr(line, "\"step\": ");
-    if (!name || !ts || !dur || !patch || !step || n == max ||
+         *step = strstr(line, "\"step\": "), *pid = strstr(line, "\"pid\": ");
+    if (!name || !ts || !dur || !patch || !step || !pid || n == max ||
         sscanf(name, "\"name\": \"%15[^\"]\"", e.name) != 1) {
       free(text);
       return -1;
     }
     e.ts = atof(ts + 6), e.dur = atof(dur + 7);
-    e.patch = atoi(patch + 9), e.step = atoi(step + 8);
+    e.patch = atoi(patch + 9), e.step = atoi(step + 8), e.pid = atoi(pid + 7);
     ev[n++] = e;
   }
   free(text);
   return n;
 }
 
-int main(void) {
+static int is(const event *e, const char *name) { return strcmp(e->name, name) == 0; }
+
+/* Two ranks against one process, and the messages in the trace. */
+static void check_ranks(const char *cli) {
+  char trace[600];
+  snprintf(trace, sizeof trace, "--set parallel.subdomains=4 --trace %s/ranks.json", dir);
+  int rc1 = run(cli, "--set parallel.subdomains=4", "one");
+  int rc2 = run_with("OMP_NUM_THREADS=2 mpirun --oversubscribe -np 2", cli, trace, "two");
+  CHECK(rc1 == 0 && rc2 == 0, "coupled runs in one process and over 2 ranks: exit %d %d", rc1,
+        rc2);
+  char a[700], b[700];
+  snprintf(a, sizeof a, "%s/one/divq.vti", dir);
+  snprintf(b, sizeof b, "%s/two/divq.vti", dir);
+  CHECK(val_same_file(a, b), "divq.vti (divQ and temperature) equal on 1 process and 2 ranks");
+
+  snprintf(a, sizeof a, "%s/ranks.json", dir);
+  char *text = val_read_file(a, NULL);
+  CHECK(text && strstr(text, "\"pid\": 0, \"args\": {\"name\": \"rank 0\"") &&
+            strstr(text, "\"pid\": 1, \"args\": {\"name\": \"rank 1\""),
+        "ranks.json: one process per rank");
+  free(text);
+  static event ev[4096];
+  int n = read_events(a, ev, 4096), count[2][4] = {{0}}, matched = n > 0, freed = n > 0,
+      received = n > 0;
+  static const char *const names[] = {"trace", "energy", "send", "receive"};
+  for (int x = 0; x < n; x++) {
+    for (int k = 0; k < 4; k++)
+      if (ev[x].pid >= 0 && ev[x].pid < 2 && is(&ev[x], names[k]))
+        count[ev[x].pid][k]++;
+    for (int y = 0; y < n; y++) {
+      const event *s = &ev[x], *t = &ev[y];
+      double s_end = s->ts + s->dur, slack = 1.0; /* microseconds of rounding in the file */
+      if (is(s, "send") && is(t, "receive") && s->patch == t->patch && s->step == t->step)
+        matched &= t->ts + t->dur + slack >= s->ts && s->pid != t->pid;
+      if (is(s, "send") && is(t, "energy") && s->patch == t->patch && t->step == s->step + 1)
+        freed &= t->ts + slack >= s_end && s->pid == t->pid;
+      if (is(s, "receive") && is(t, "trace") && t->step == s->step + 1 && s->pid == t->pid)
+        received &= t->ts + slack >= s_end;
+    }
+  }
+  for (int r = 0; r < 2; r++)
+    CHECK(count[r][0] == 6 && count[r][1] == 12 && count[r][2] == 12 && count[r][3] == 12,
+          "ranks.json, rank %d: %d trace, %d energy, %d send, %d receive (6, 12, 12, 12 "
+          "expected)",
+          r, count[r][0], count[r][1], count[r][2], count[r][3]);
+  CHECK(matched, "ranks.json: every receive ends after its send (on the other rank) started");
+  CHECK(freed, "ranks.json: a patch's energy update starts after the send of its last one ended");
+  CHECK(received, "ranks.json: tracing starts after every receive of the step before ended");
+}
+
+int main(int argc, char **argv) {
   const char *cli = val_cli();
   if (!cli)
     return VAL_SKIP;
   if (!mkdtemp(dir)) {
     printf("cannot create a temporary directory\n");
     return 1;
+  }
+  if (argc > 1 && strcmp(argv[1], "--mpi") == 0) {
+    check_ranks(cli);
+    return val_finish();
   }
   char trace[600];
   snprintf(trace, sizeof trace, "--set parallel.subdomains=4 --trace %s/trace.json", dir);

@@ -264,13 +264,20 @@ ts_status ts_rmcrt_solve(ts_rmcrt *r, uint32_t step) {
   return ts_comm_agree(r->comm, st);
 }
 
-ts_status ts_rmcrt_divq(const ts_rmcrt *r, double *out) {
+/* The values of every cell on every rank (collective): each rank's own patches from `mine`. */
+static ts_status gather_owned(const ts_rmcrt *r, const double *mine, double *out) {
   int rank = ts_comm_rank(r->comm), nranks = ts_comm_size(r->comm);
   size_t cells = (size_t)r->p.n[0] * r->p.n[1] * r->p.n[2];
-  for (size_t c = 0; c < cells; c++)
-    out[c] = nranks > 1 ? -INFINITY : r->divq[c];
-  if (nranks == 1)
+  if (nranks == 1) {
+    if (out != mine)
+      memcpy(out, mine, sizeof(double) * cells);
     return TS_OK;
+  }
+  double *all = malloc(sizeof(double) * cells);
+  if (!all)
+    return ts_comm_agree(r->comm, ts_error(TS_ERR_NOMEM, "rmcrt: out of memory"));
+  for (size_t c = 0; c < cells; c++)
+    all[c] = -INFINITY; /* each cell holds its owner's value, -infinity elsewhere */
   for (int k = 0; k < r->decomp.count; k++) {
     if (ts_decomp_rank(k, r->decomp.count, nranks) != rank)
       continue;
@@ -279,11 +286,17 @@ ts_status ts_rmcrt_divq(const ts_rmcrt *r, double *out) {
       for (int y = b->lo[1]; y < b->hi[1]; y++)
         for (int x = b->lo[0]; x < b->hi[0]; x++) {
           size_t c = x + (size_t)r->p.n[0] * (y + (size_t)r->p.n[1] * z);
-          out[c] = r->divq[c];
+          all[c] = mine[c];
         }
   }
-  return ts_comm_max(r->comm, out, (int)cells);
+  ts_status st = ts_comm_max(r->comm, all, (int)cells);
+  if (st == TS_OK)
+    memcpy(out, all, sizeof(double) * cells);
+  free(all);
+  return st;
 }
+
+ts_status ts_rmcrt_divq(const ts_rmcrt *r, double *out) { return gather_owned(r, r->divq, out); }
 
 void ts_rmcrt_work(const ts_rmcrt *r, int64_t *rays, int64_t *crossings, double *seconds) {
   *rays = r->rays;
@@ -384,8 +397,7 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
                             double *temperature) {
   const ts_decomp *d = &r->decomp;
   int np = d->count, n0 = r->p.n[0], n1 = r->p.n[1];
-  if (ts_comm_size(r->comm) > 1)
-    return ts_error(TS_ERR_INPUT, "rmcrt: couple = energy runs in one process (so far)");
+  int rank = ts_comm_rank(r->comm), nranks = ts_comm_size(r->comm);
   for (int k = 0; k < np; k++)
     if (d->boxes[k].lo[0] != 0 || d->boxes[k].hi[0] != n0 || d->boxes[k].lo[1] != 0 ||
         d->boxes[k].hi[1] != n1)
@@ -397,13 +409,18 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
                     TS_TASK_MAX_ACCESS - onion);
   int devices[TS_RMCRT_MAX_DEVICES], ndev = used_devices(r, devices);
   size_t cells = (size_t)n0 * n1 * r->p.n[2], per_step = (size_t)np * (1 + ndev) + ndev;
+  int64_t own_cells = 0;
+  for (int p = 0; p < np; p++)
+    if (ts_decomp_rank(p, np, nranks) == rank)
+      own_cells += (int64_t)n0 * n1 * (d->boxes[p].hi[2] - d->boxes[p].lo[2]);
   /* data items: per patch its temperature and host medium, its divQ, its medium on each GPU;
    * the coarse level on the host and on each GPU */
   char *items = calloc((size_t)np * (3 + (size_t)ndev) + 1 + (size_t)ndev, 1);
-  /* per step: each patch's trace and energy update, then its upload to each GPU; the coarse
-   * level's update and upload to each GPU */
+  /* per step: each patch's trace and energy update (or its messages between ranks), then its
+   * upload to each GPU; the coarse level's update and upload to each GPU */
   band_work *work = calloc((size_t)c->steps * per_step, sizeof *work);
-  ts_task *tasks = calloc((size_t)c->steps * (per_step + np + 1), sizeof *tasks);
+  ts_task *tasks =
+      calloc((size_t)c->steps * (per_step + (size_t)np * (1 + nranks) + 1), sizeof *tasks);
   if (!items || !work || !tasks) {
     free(items), free(work), free(tasks);
     return ts_error(TS_ERR_NOMEM, "rmcrt: out of memory");
@@ -440,7 +457,7 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
                        .device = r->patch_device[p],
                        .st = &st};
       w->m.step = (uint32_t)(step / c->interval);
-      if (!radiation)
+      if (!radiation || ts_decomp_rank(p, np, nranks) != rank)
         continue;
       ts_task *t = &tasks[nt++];
       *t = (ts_task){.name = "trace",
@@ -460,6 +477,8 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
         t->in[t->nin++] = w->device >= 0 ? &item_gpu_coarse[gi] : item_coarse;
     }
     for (int p = 0; p < np; p++) {
+      if (ts_decomp_rank(p, np, nranks) != rank)
+        continue;
       ts_task *e = &tasks[nt++];
       *e = (ts_task){.name = "energy",
                      .patch = p,
@@ -471,6 +490,30 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
       e->in[e->nin++] = &item_divq[p];
       e->out[e->nout++] = &item_t[p];
       e->out[e->nout++] = &item_medium[p];
+    }
+    /* the patches' new media between the ranks: each owner sends its own to every other rank,
+     * which receives it in place (tagged by patch; the steps of a patch arrive in order) */
+    for (int p = 0; p < np && nranks > 1; p++) {
+      int owner = ts_decomp_rank(p, np, nranks);
+      for (int q = 0; q < nranks; q++) {
+        if (q == owner || (owner != rank && q != rank))
+          continue;
+        ts_task *t = &tasks[nt++];
+        size_t layer = 2 * (size_t)n0 * n1, z0 = (size_t)d->boxes[p].lo[2];
+        *t = (ts_task){.name = owner == rank ? "send" : "receive",
+                       .patch = p,
+                       .step = step,
+                       .kind = owner == rank ? TS_TASK_SEND : TS_TASK_RECV,
+                       .device = -1,
+                       .peer = owner == rank ? q : owner,
+                       .tag = p,
+                       .buffer = r->cells + layer * z0,
+                       .bytes = sizeof(float) * layer * (size_t)(d->boxes[p].hi[2] - (int)z0)};
+        if (owner == rank)
+          t->in[t->nin++] = &item_medium[p];
+        else
+          t->out[t->nout++] = &item_medium[p];
+      }
     }
     if (onion) { /* the coarse level from the patches' new media */
       ts_task *t = &tasks[nt++];
@@ -521,7 +564,7 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
   if (st == TS_OK)
     st = ts_runtime_run(rt, tasks, nt);
   int radiation_steps = (c->steps + c->interval - 1) / c->interval;
-  r->rays += (int64_t)radiation_steps * r->p.rays * (int64_t)cells;
+  r->rays += (int64_t)radiation_steps * r->p.rays * own_cells;
 #if TESSERA_HAVE_CUDA
   for (int g = 0; g < ndev; g++)
     r->crossings += rmcrt_gpu_take_crossings((rmcrt_gpu *)r->gpus[devices[g]]);
@@ -534,5 +577,6 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
 #endif
   r->seconds += omp_get_wtime() - t0;
   free(items), free(work), free(tasks);
-  return st;
+  st = ts_comm_agree(r->comm, st);
+  return st == TS_OK ? gather_owned(r, temperature, temperature) : st; /* the ranks' own bands */
 }

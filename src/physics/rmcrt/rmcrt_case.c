@@ -88,7 +88,7 @@ static ts_status read_coupling(rmcrt_case *k, const ts_case_options *opt) {
   p->decomposition = TS_DECOMP_ROWS;
   if (p->patches == 0) { /* a few patches per device, so that tracing and updates overlap */
     int devices = p->cuda ? (p->ndevices > 0 ? p->ndevices : ts_gpu_count()) : 1;
-    p->patches = 4 * devices;
+    p->patches = 4 * devices * ts_comm_size(k->comm);
   }
   if (p->patches > p->n[2])
     p->patches = p->n[2];
@@ -414,8 +414,10 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
     st = ts_runtime_create(&rt, opt->trace);
     if (st == TS_OK)
       st = rmcrt_run_coupled(r, rt, &k->coupling, temp);
-    if (st == TS_OK)
+    if (st == TS_OK) {
       gpu_idle = idle_fraction(rt, r);
+      st = ts_comm_max(k->comm, &gpu_idle, 1); /* the idlest GPU of any rank */
+    }
     ts_status written = ts_runtime_destroy(rt);
     st = st == TS_OK ? written : st;
   } else if (st == TS_OK) {
