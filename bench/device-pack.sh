@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs build-gpu for a device call within the 64 MiB the device tool carries: a copy in
-# build-dev without object files, static libraries, CMake's compiler probes and the test
-# executables that no `gpu` test runs, stripped. On the device: `mv build-dev build-gpu`, then
+# build-dev without object files, static libraries, CMake's compiler probes, local test outputs
+# and the test executables that no `gpu` test runs, stripped. On the device: `mv build-dev build-gpu`, then
 # bench/device.sh (which reads build-gpu). Libraries the device lacks go in .devlibs (see
 # bench/device.sh).
 set -eu
@@ -19,5 +19,7 @@ for f in "$dst"/tests/validation/validation_*; do
   echo "$keep" | grep -qx "$(basename "$f")" || rm -f "$f"
 done
 rm -f "$dst"/tests/unit/unit_* "$dst"/tests/fuzz/fuzz_*
+# the outputs local test runs left (the tests make them again)
+find "$dst/tests" -mindepth 2 -maxdepth 2 -type d ! -name CMakeFiles -exec rm -rf {} +
 strip "$dst"/apps/tessera/tessera "$dst"/tests/*/* 2>/dev/null || true
 du -sh "$dst"

@@ -185,7 +185,7 @@ if [ "$what" = rmcrt ]; then
       "$t" bench rmcrt --size 41 --rays 100 --backend cuda
       "$t" bench rmcrt --size 40 --rays 100 --backend cuda --levels 2
       "$t" bench rmcrt --size 256 --rays 100 --backend cuda
-      "$t" bench rmcrt --size 256 --rays 100 --backend cuda --levels 2 --lhs
+      "$t" bench rmcrt --size 256 --rays 100 --backend cuda --levels 2 --lhs on
     done
     "$T" bench rmcrt --size 256 --rays 100 --backend cuda --devices 0,0 --patches 2
     OMP_NUM_THREADS=$(nproc) "$T" bench rmcrt --size 41 --rays 100 --backend cpu
