@@ -118,8 +118,8 @@ typedef struct plan {
   void **requests;            /* in flight (NULL when complete) */
   int *done;                  /* the message was seen complete */
   double *post_time;
-  int *flying, nflying;       /* the messages posted and not yet seen complete */
-  pthread_mutex_t lock;       /* over requests, done and flying */
+  int *flying, nflying; /* the messages posted and not yet seen complete */
+  pthread_mutex_t lock; /* over requests, done and flying */
   ts_status failed;     /* the first message that failed */
 } plan;
 
@@ -249,8 +249,8 @@ static void message_done(ts_runtime *rt, plan *p, int k, int result) {
   if (result < 0 && p->failed == TS_OK)
     p->failed = TS_ERR_INTERNAL;
   const ts_task *t = &p->tasks[k];
-  int lane = 2 * (t->peer * 4096 + (t->patch >= 0 ? t->patch % 4096 : 0)) +
-             (t->kind == TS_TASK_RECV);
+  int lane =
+      2 * (t->peer * 4096 + (t->patch >= 0 ? t->patch % 4096 : 0)) + (t->kind == TS_TASK_RECV);
   add_record(rt, t, lane, p->post_time[k], now());
 }
 
@@ -384,8 +384,7 @@ ts_status ts_runtime_run(ts_runtime *rt, const ts_task *tasks, int n) {
                       t->device);
     if (is_message(t) && (t->peer < 0 || t->peer >= ts_comm_size(ts_comm_world()) ||
                           t->peer == ts_comm_rank(ts_comm_world())))
-      return ts_error(TS_ERR_INTERNAL, "runtime: message %s to or from rank %d", t->name,
-                      t->peer);
+      return ts_error(TS_ERR_INTERNAL, "runtime: message %s to or from rank %d", t->name, t->peer);
     if (t->nin > TS_TASK_MAX_ACCESS || t->nout > TS_TASK_MAX_ACCESS)
       return ts_error(TS_ERR_INTERNAL, "runtime: task %s accesses more than %d items", t->name,
                       TS_TASK_MAX_ACCESS);
@@ -456,9 +455,7 @@ void ts_runtime_gpu_busy(const ts_runtime *rt, int device, double *busy, double 
 static int lane_id(const run_record *r, char *name, size_t size) {
   static const char *const dirs[] = {"send to", "receive from"};
   switch (r->kind) {
-  case TS_TASK_CPU:
-    snprintf(name, size, "CPU thread %d", r->lane);
-    return r->lane;
+  case TS_TASK_CPU: snprintf(name, size, "CPU thread %d", r->lane); return r->lane;
   case TS_TASK_GPU:
   case TS_TASK_COPY:
     snprintf(name, size, "GPU %d stream %d", r->lane / TS_RUNTIME_STREAMS,

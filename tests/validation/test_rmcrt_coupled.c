@@ -86,8 +86,7 @@ static void check_ranks(const char *cli) {
   snprintf(trace, sizeof trace, "--set parallel.subdomains=4 --trace %s/ranks.json", dir);
   int rc1 = run(cli, "--set parallel.subdomains=4", "one");
   int rc2 = run_with("OMP_NUM_THREADS=2 mpirun --oversubscribe -np 2", cli, trace, "two");
-  CHECK(rc1 == 0 && rc2 == 0, "coupled runs in one process and over 2 ranks: exit %d %d", rc1,
-        rc2);
+  CHECK(rc1 == 0 && rc2 == 0, "coupled runs in one process and over 2 ranks: exit %d %d", rc1, rc2);
   char a[700], b[700];
   snprintf(a, sizeof a, "%s/one/divq.vti", dir);
   snprintf(b, sizeof b, "%s/two/divq.vti", dir);
