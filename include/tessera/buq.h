@@ -72,6 +72,18 @@ int ts_buq_find(const ts_buq *q, int i, int j);
 /* Cells of all leaves, and of a uniform grid of finest cells over the domain (nx * ny). */
 int64_t ts_buq_cells(const ts_buq *q);
 
+/* Fields on the leaves: nblocks * M * M values, cell (i, j) of leaf k (i along x) at
+ * k M^2 + i + M j.
+ * ts_buq_average: each leaf cell the mean of the finest cells it covers that hold a value (fine:
+ * nx * ny values, cell i + nx j, NaN where none), NaN where none does: the conservative average
+ * of a DEM on every level. The same bits on any partition (a fixed order of summation).
+ * ts_buq_resample: a uniform grid of cells `factor` finest cells wide (a power of two; 1: the
+ * finest grid), ceil(nx / factor) x ceil(ny / factor) values: each the mean over the finest cells
+ * it covers of the value of the leaf cell holding them (the area-weighted mean of the leaf cells
+ * it overlaps), NaN where none holds one. */
+ts_status ts_buq_average(const ts_buq *q, const double *fine, double *cells);
+ts_status ts_buq_resample(const ts_buq *q, const double *cells, int factor, double *out);
+
 /* Splits the leaves, in Morton order, into `parts` contiguous ranges of near-equal cost (cost:
  * nblocks positive numbers, NULL for one each): part p holds leaves first[p] .. first[p+1]-1
  * (first has parts + 1 entries). Every part gets at least one leaf (parts <= nblocks). */

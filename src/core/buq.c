@@ -298,6 +298,59 @@ int ts_buq_find(const ts_buq *q, int i, int j) {
 
 int64_t ts_buq_cells(const ts_buq *q) { return (int64_t)q->nblocks * q->block * q->block; }
 
+/* The index in a leaf field of the leaf cell holding finest cell (i, j), or -1. */
+static int64_t leaf_cell(const ts_buq *q, int i, int j) {
+  int k = ts_buq_find(q, i, j);
+  if (k < 0)
+    return -1;
+  const ts_buq_block *b = &q->blocks[k];
+  int span = q->block << b->level;
+  int ci = (i - b->bi * span) >> b->level, cj = (j - b->bj * span) >> b->level;
+  return (int64_t)k * q->block * q->block + ci + (int64_t)q->block * cj;
+}
+
+ts_status ts_buq_average(const ts_buq *q, const double *fine, double *cells) {
+  int64_t n = ts_buq_cells(q);
+  int *count = calloc((size_t)n, sizeof *count);
+  if (!count)
+    return ts_error(TS_ERR_NOMEM, "buq: out of memory for %lld cells", (long long)n);
+  for (int64_t c = 0; c < n; c++)
+    cells[c] = 0;
+  for (int j = 0; j < q->ny; j++)
+    for (int i = 0; i < q->nx; i++) {
+      double v = fine[i + (int64_t)q->nx * j];
+      int64_t c = v == v ? leaf_cell(q, i, j) : -1;
+      if (c >= 0)
+        cells[c] += v, count[c]++;
+    }
+  for (int64_t c = 0; c < n; c++)
+    cells[c] = count[c] ? cells[c] / count[c] : NAN;
+  free(count);
+  return TS_OK;
+}
+
+ts_status ts_buq_resample(const ts_buq *q, const double *cells, int factor, double *out) {
+  if (factor < 1 || (factor & (factor - 1)) || factor > (q->block << (q->levels - 1)))
+    return ts_error(TS_ERR_INPUT,
+                    "buq: resampling to cells %d finest cells wide: a power of two "
+                    "up to a root block's %d",
+                    factor, q->block << (q->levels - 1));
+  int mx = (q->nx + factor - 1) / factor, my = (q->ny + factor - 1) / factor;
+  for (int J = 0; J < my; J++)
+    for (int I = 0; I < mx; I++) {
+      double sum = 0;
+      int count = 0;
+      for (int j = J * factor; j < (J + 1) * factor && j < q->ny; j++)
+        for (int i = I * factor; i < (I + 1) * factor && i < q->nx; i++) {
+          int64_t c = leaf_cell(q, i, j);
+          if (c >= 0 && cells[c] == cells[c])
+            sum += cells[c], count++;
+        }
+      out[I + (int64_t)mx * J] = count ? sum / count : NAN;
+    }
+  return TS_OK;
+}
+
 ts_status ts_buq_partition(const ts_buq *q, const double *cost, int parts, int *first) {
   int n = q->nblocks;
   if (parts < 1 || parts > n)

@@ -11,8 +11,14 @@
  *     own links back. Counts per level add up.
  *  3. Partitions along the Morton order: contiguous, every part non-empty, each part's cost
  *     within one block's cost of the ideal share, for unit and uneven costs.
- *  4. Bad arguments are refused with a message (block 12, 9 levels, no data, more parts than
- *     blocks, a cost of 0). */
+ *  4. Fields on the leaves: a DEM (NaN in the lake) averaged onto the leaves and resampled to the
+ *     finest grid gives each valid cell the mean of the valid cells of its leaf cell (the DEM
+ *     itself on level 0), keeps the DEM's sum over every fully valid leaf cell to rounding, and
+ *     resampled to cells 2 and 4 finest cells wide equals the DEM's own mean over those cells
+ *     where every finest cell is valid and lies in a leaf no coarser than them; NaN where no
+ *     valid cell is.
+ *  5. Bad arguments are refused with a message (block 12, 9 levels, no data, more parts than
+ *     blocks, a cost of 0, resampling to 3 cells). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +210,70 @@ static void check_tree(int block, int levels) {
   ts_buq_destroy(&q);
 }
 
+static double dem[NX * NY];
+
+static void check_fields(void) {
+  ts_buq q;
+  if (ts_buq_build(&q, NX, NY, 8, 4, valid, target) != TS_OK)
+    return;
+  for (int j = 0; j < NY; j++)
+    for (int i = 0; i < NX; i++)
+      dem[i + NX * j] = valid[i + NX * j] ? 100 + 0.37 * i - 0.21 * j + sin(0.3 * i) : NAN;
+  double *cells = malloc(sizeof(double) * (size_t)ts_buq_cells(&q));
+  double *fine = malloc(sizeof(double) * NX * NY), *coarse = malloc(sizeof(double) * NX * NY);
+  int ok = ts_buq_average(&q, dem, cells) == TS_OK && ts_buq_resample(&q, cells, 1, fine) == TS_OK;
+  double worst_mean = 0, worst_sum = 0;
+  int nan_ok = 1;
+  for (int j = 0; ok && j < NY; j++)
+    for (int i = 0; i < NX; i++) {
+      int k = ts_buq_find(&q, i, j);
+      if (k < 0)
+        continue;
+      int l = q.blocks[k].level, x0 = i >> l << l, y0 = j >> l << l, n = 0;
+      double sum = 0;
+      for (int y = y0; y < y0 + (1 << l) && y < NY; y++)
+        for (int x = x0; x < x0 + (1 << l) && x < NX; x++)
+          if (valid[x + NX * y])
+            sum += dem[x + NX * y], n++;
+      if (!n) {
+        nan_ok &= isnan(fine[i + NX * j]);
+        continue;
+      }
+      worst_mean = fmax(worst_mean, fabs(fine[i + NX * j] - sum / n));
+      if (n == 1 << (2 * l) && i == x0 && j == y0) /* a fully valid leaf cell keeps its sum */
+        worst_sum = fmax(worst_sum, fabs(fine[i + NX * j] * n - sum) / fabs(sum));
+    }
+  CHECK(ok && worst_mean < 1e-12 && worst_sum < 1e-14 && nan_ok,
+        "fields: the DEM averaged on the leaves and resampled to the finest grid: each cell its "
+        "leaf cell's mean (%.1e), sums kept (%.1e), NaN where no valid cell",
+        worst_mean, worst_sum);
+  for (int f = 2; f <= 4; f *= 2) {
+    double worst = 0;
+    int compared = 0, rc = ts_buq_resample(&q, cells, f, coarse) == TS_OK;
+    for (int J = 0; rc && J < NY / f; J++)
+      for (int I = 0; I < NX / f; I++) {
+        double sum = 0;
+        int full = 1;
+        for (int y = J * f; y < (J + 1) * f; y++)
+          for (int x = I * f; x < (I + 1) * f; x++) {
+            int k = ts_buq_find(&q, x, y);
+            full &= valid[x + NX * y] && k >= 0 && (1 << q.blocks[k].level) <= f;
+            sum += dem[x + NX * y];
+          }
+        if (full)
+          worst = fmax(worst, fabs(coarse[I + (NX + f - 1) / f * J] - sum / (f * f))), compared++;
+      }
+    CHECK(rc && worst < 1e-12 && compared > 100,
+          "fields: resampled to cells %d wide, the DEM's mean over %d fully resolved cells (%.1e)",
+          f, compared, worst);
+  }
+  CHECK(ts_buq_resample(&q, cells, 3, coarse) == TS_ERR_INPUT &&
+            strstr(ts_error_message(), "power of two"),
+        "resampling to cells 3 wide refused: %s", ts_error_message());
+  free(cells), free(fine), free(coarse);
+  ts_buq_destroy(&q);
+}
+
 int main(void) {
   make_domain();
   ts_buq q;
@@ -225,6 +295,7 @@ int main(void) {
 
   check_tree(16, 3);
   check_tree(8, 4);
+  check_fields();
 
   CHECK(ts_buq_build(&q, NX, NY, 12, 3, valid, target) == TS_ERR_INPUT &&
             strstr(ts_error_message(), "block"),
