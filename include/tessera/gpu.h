@@ -31,7 +31,8 @@ double ts_gpu_copy_bandwidth(int device, double bytes);
 /* Stops the program with "tessera: CUDA <what> failed: <reason>" unless error (a cudaError_t)
  * is success: a failing device call leaves no consistent state to return to. */
 void ts_gpu_check(int error, const char *what);
-/* Lets `device` (made current) read and write the memory of every GPU it has peer access to. */
+/* Lets `device` (made current) read and write the memory of every GPU it has peer access to:
+ * enabled once per pair in the process, with the halo copier's own (ts_gpu_copy_box). */
 void ts_gpu_enable_peers(int device);
 /* The halo engine's copier (ts_halo_copier) for fields in GPU memory: halo copies between
  * subdomains of one process (a kernel per field for 3D boxes and narrow columns, 2D copies for

@@ -121,15 +121,4 @@ void ts_gpu_check(int error, const char *what) {
   }
 }
 
-void ts_gpu_enable_peers(int device) {
-  int ndev = 0;
-  cudaSetDevice(device);
-  cudaGetDeviceCount(&ndev);
-  for (int peer = 0; peer < ndev; peer++) {
-    int can = 0;
-    if (peer != device && cudaDeviceCanAccessPeer(&can, device, peer) == cudaSuccess && can)
-      cudaDeviceEnablePeerAccess(peer, 0); /* "already enabled" is fine */
-  }
-  cudaGetLastError(); /* that error is not sticky */
-}
 #endif

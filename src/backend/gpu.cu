@@ -24,8 +24,11 @@ static int device_of(const void *ptr) {
   return at.type == cudaMemoryTypeDevice && at.device >= 0 && at.device < 64 ? at.device : -1;
 }
 
-/* Whether kernels on device dst can read device src's memory: peer access enabled from dst
- * (tried once per pair; "already enabled" counts as enabled). */
+/* Whether kernels on device dst can read device src's memory: peer access enabled from dst,
+ * tried once per pair in the process (here and by ts_gpu_enable_peers alike: enabling a pair a
+ * second time returns cudaErrorPeerAccessAlreadyEnabled, which compute-sanitizer reports as an
+ * error). "Already enabled" (by another library, such as NCCL) counts as enabled, and the error
+ * is read back at once, so no later check on this thread sees it. */
 static int dst_reads_src(int dst, int src) {
   if (dst == src)
     return 1;
@@ -44,6 +47,14 @@ static int dst_reads_src(int dst, int src) {
   int ok = peer_reads[dst][src] > 0;
   pthread_mutex_unlock(&halo_streams_lock);
   return ok;
+}
+
+void ts_gpu_enable_peers(int device) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) == cudaSuccess)
+    for (int peer = 0; peer < ndev && peer < 64; peer++)
+      dst_reads_src(device, peer);
+  cudaSetDevice(device);
 }
 
 /* The halo stream of device d, made the calling thread's current device (a copy must be queued
