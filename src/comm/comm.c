@@ -173,10 +173,10 @@ ts_status ts_comm_agree(const ts_comm *c, ts_status local) {
 
 /* ------------------------------------------------------------------ messages */
 
+#if TESSERA_HAVE_MPI
 /* The messages' MPI calls come from any thread, one at a time under this lock. */
 static pthread_mutex_t message_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#if TESSERA_HAVE_MPI
 static ts_status post(const ts_comm *c, void *buf, size_t bytes, int peer, int tag, int send,
                       void **request) {
   *request = NULL;

@@ -408,7 +408,7 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
     return ts_error(TS_ERR_INPUT, "rmcrt: couple = energy takes at most %d patches",
                     TS_TASK_MAX_ACCESS - onion);
   int devices[TS_RMCRT_MAX_DEVICES], ndev = used_devices(r, devices);
-  size_t cells = (size_t)n0 * n1 * r->p.n[2], per_step = (size_t)np * (1 + ndev) + ndev;
+  size_t per_step = (size_t)np * (1 + ndev) + ndev;
   int64_t own_cells = 0;
   for (int p = 0; p < np; p++)
     if (ts_decomp_rank(p, np, nranks) == rank)
@@ -430,6 +430,7 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
            *item_coarse = items + (size_t)np * (3 + ndev), *item_gpu_coarse = item_coarse + 1;
 #if TESSERA_HAVE_CUDA
   if (ndev > 0) { /* pinned, so that the copies run on the streams without the host */
+    size_t cells = (size_t)n0 * n1 * r->p.n[2];
     cudaHostRegister(r->cells, 2 * sizeof(float) * cells, cudaHostRegisterDefault);
     cudaHostRegister(r->divq, sizeof(double) * cells, cudaHostRegisterDefault);
     if (onion)
