@@ -2,11 +2,13 @@
 # Runs the GPU tests and benchmarks on a lent GPU machine, in one call, from a build made on the
 # development machine (the GPU machine has no NetCDF or inih and reaches no package registry):
 #   here:   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
-#           cmake --build build-gpu -j; copy libinih, libnetcdf and libhdf5_serial_hl into
-#           .devlibs/ (git-ignored)
-#   there:  bash bench/device.sh [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|rmcrt]
-#           [CTEST_REGEX]
-#           from the checkout's root (carry build-gpu, .devlibs)
+#           -DTESSERA_GDAL=OFF (the GPU machine lacks GDAL's many libraries);
+#           cmake --build build-gpu -j; copy libinih, libnetcdf, libhdf5_serial(_hl), libsz and
+#           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
+#           within the 64 MiB a call carries)
+#   there:  mv build-dev build-gpu; bash bench/device.sh
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|rmcrt] [CTEST_REGEX]
+#           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
 # directory is not this checkout, a symbolic link to the checkout is made there. Logs and JSON
