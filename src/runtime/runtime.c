@@ -121,6 +121,7 @@ typedef struct plan {
   int *flying, nflying; /* the messages posted and not yet seen complete */
   pthread_mutex_t lock; /* over requests, done and flying */
   ts_status failed;     /* the first message that failed */
+  char why[1024];       /* its message (messages are per thread) */
 } plan;
 
 /* An open-addressing table from a data item to the messages pending on it: the receive that last
@@ -246,8 +247,10 @@ static void message_done(ts_runtime *rt, plan *p, int k, int result) {
   for (int f = 0; f < p->nflying; f++)
     if (p->flying[f] == k)
       p->flying[f] = p->flying[--p->nflying];
-  if (result < 0 && p->failed == TS_OK)
+  if (result < 0 && p->failed == TS_OK) {
     p->failed = TS_ERR_INTERNAL;
+    snprintf(p->why, sizeof p->why, "%s", ts_error_message());
+  }
   const ts_task *t = &p->tasks[k];
   int lane =
       2 * (t->peer * 4096 + (t->patch >= 0 ? t->patch % 4096 : 0)) + (t->kind == TS_TASK_RECV);
@@ -298,8 +301,10 @@ static void post_message(ts_runtime *rt, plan *p, int k) {
   p->requests[k] = request;
   p->flying[p->nflying++] = k;
   if (st != TS_OK) {
-    if (p->failed == TS_OK)
+    if (p->failed == TS_OK) {
       p->failed = st;
+      snprintf(p->why, sizeof p->why, "%s", ts_error_message());
+    }
     message_done(rt, p, k, 1); /* nothing to wait for */
   }
   pthread_mutex_unlock(&p->lock);
@@ -411,8 +416,10 @@ ts_status ts_runtime_run(ts_runtime *rt, const ts_task *tasks, int n) {
       wait_message(rt, &p, k);
   rt->span += now() - start;
   ts_status st = p.failed;
+  char why[sizeof p.why];
+  memcpy(why, p.why, sizeof why);
   plan_free(&p);
-  return st == TS_OK ? TS_OK : ts_error(st, "runtime: a message failed: %s", ts_error_message());
+  return st == TS_OK ? TS_OK : ts_error(st, "runtime: a message failed: %s", why);
 }
 
 typedef struct interval {

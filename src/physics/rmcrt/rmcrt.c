@@ -4,6 +4,7 @@
  * its owner's value, -infinity elsewhere). */
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,25 +241,61 @@ static void trace_on_cpu(ts_rmcrt *r, const ts_box *b) {
   r->crossings += crossed;
 }
 
+/* The devices holding a copy of the medium (their number is returned). */
+static int used_devices(const ts_rmcrt *r, int *devices) {
+  int n = 0;
+  for (int d = 0; r->gpus && d < TS_RMCRT_MAX_DEVICES; d++)
+    if (r->gpus[d])
+      devices[n++] = d;
+  return n;
+}
+
+#if TESSERA_HAVE_CUDA
+/* This rank's patches on GPUs: one host thread per GPU traces that GPU's patches in turn (a
+ * tracing waits for its stream), so that the GPUs trace at the same time. */
+static ts_status trace_on_gpus(ts_rmcrt *r) {
+  int devices[TS_RMCRT_MAX_DEVICES], ndev = used_devices(r, devices);
+  ts_status st = TS_OK;
+  int64_t crossed = 0;
+  char why[1024] = ""; /* the failing thread's message (messages are per thread) */
+#pragma omp parallel for num_threads(ndev > 0 ? ndev : 1) schedule(static, 1) reduction(+ : crossed)
+  for (int g = 0; g < ndev; g++) {
+    ts_status mine = TS_OK;
+    for (int k = 0; k < r->decomp.count && mine == TS_OK; k++) {
+      const ts_box *b = &r->decomp.boxes[k];
+      if (r->patch_device[k] == devices[g]) /* -1 on the CPU or another rank */
+        mine = rmcrt_gpu_trace((rmcrt_gpu *)r->gpus[devices[g]], &r->m, b->lo, b->hi, r->p.rays,
+                               r->divq, &crossed);
+    }
+    if (mine != TS_OK) {
+#pragma omp critical(rmcrt_gpus)
+      if (st == TS_OK) {
+        st = mine;
+        snprintf(why, sizeof why, "%s", ts_error_message());
+      }
+    }
+  }
+  r->crossings += crossed;
+  return st == TS_OK ? TS_OK : ts_error(st, "%s", why);
+}
+#endif
+
 ts_status ts_rmcrt_solve(ts_rmcrt *r, uint32_t step) {
   int rank = ts_comm_rank(r->comm), nranks = ts_comm_size(r->comm);
   r->m.step = step;
   double t0 = omp_get_wtime();
   ts_status st = TS_OK;
-  for (int k = 0; k < r->decomp.count && st == TS_OK; k++) {
+#if TESSERA_HAVE_CUDA
+  st = trace_on_gpus(r);
+#endif
+  for (int k = 0; k < r->decomp.count; k++) {
     if (ts_decomp_rank(k, r->decomp.count, nranks) != rank)
       continue;
     const ts_box *b = &r->decomp.boxes[k];
     r->rays +=
         (int64_t)r->p.rays * (b->hi[0] - b->lo[0]) * (b->hi[1] - b->lo[1]) * (b->hi[2] - b->lo[2]);
-#if TESSERA_HAVE_CUDA
-    if (r->patch_device[k] >= 0) {
-      st = rmcrt_gpu_trace((rmcrt_gpu *)r->gpus[r->patch_device[k]], &r->m, b->lo, b->hi, r->p.rays,
-                           r->divq, &r->crossings);
-      continue;
-    }
-#endif
-    trace_on_cpu(r, b);
+    if (r->patch_device[k] < 0 && st == TS_OK)
+      trace_on_cpu(r, b);
   }
   r->seconds += omp_get_wtime() - t0;
   return ts_comm_agree(r->comm, st);
@@ -383,15 +420,6 @@ static void upload_band(void *arg, void *stream) {
                                         w->z0, w->z1, stream));
 }
 #endif
-
-/* The devices holding a copy of the medium (-1 ends the list). */
-static int used_devices(const ts_rmcrt *r, int *devices) {
-  int n = 0;
-  for (int d = 0; r->gpus && d < TS_RMCRT_MAX_DEVICES; d++)
-    if (r->gpus[d])
-      devices[n++] = d;
-  return n;
-}
 
 ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c,
                             double *temperature) {
