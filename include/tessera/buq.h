@@ -67,6 +67,19 @@ ts_status ts_buq_build(ts_buq *q, int nx, int ny, int block, int levels, const u
                        const double *target);
 void ts_buq_destroy(ts_buq *q);
 
+/* What a grid is refined for, each into target (nx * ny widths in finest cells, as
+ * ts_buq_build takes them; each narrows what target already holds, so they combine; start from
+ * INFINITY everywhere):
+ * ts_buq_want_sizes: a raster of wanted cell sizes in metres on the finest grid (NaN: no wish),
+ *   dx the finest cell size: the widest power of two no wider than the size;
+ * ts_buq_want_slopes: the finest level where the bed's steepest slope to a neighbour holding
+ *   data (m/m, cell size dx) exceeds `slope` (NaN beds: no data);
+ * ts_buq_want_water: the finest level within `margin` cells (Chebyshev distance) of a cell
+ *   whose depth is above 0. */
+void ts_buq_want_sizes(int nx, int ny, const double *sizes, double dx, double *target);
+void ts_buq_want_slopes(int nx, int ny, const double *bed, double dx, double slope, double *target);
+ts_status ts_buq_want_water(int nx, int ny, const double *depth, int margin, double *target);
+
 /* The leaf holding finest cell (i, j), or -1 (outside, or a block without data). */
 int ts_buq_find(const ts_buq *q, int i, int j);
 /* Cells of all leaves, and of a uniform grid of finest cells over the domain (nx * ny). */

@@ -298,6 +298,72 @@ int ts_buq_find(const ts_buq *q, int i, int j) {
 
 int64_t ts_buq_cells(const ts_buq *q) { return (int64_t)q->nblocks * q->block * q->block; }
 
+void ts_buq_want_sizes(int nx, int ny, const double *sizes, double dx, double *target) {
+  for (int64_t c = 0; c < (int64_t)nx * ny; c++) {
+    double cells = sizes[c] / dx, width = 1;
+    if (!(cells == cells))
+      continue;
+    while (width * 2 <= cells && width < (double)(1 << 30))
+      width *= 2;
+    target[c] = fmin(target[c], width);
+  }
+}
+
+void ts_buq_want_slopes(int nx, int ny, const double *bed, double dx, double slope,
+                        double *target) {
+  for (int j = 0; j < ny; j++)
+    for (int i = 0; i < nx; i++) {
+      int64_t c = i + (int64_t)nx * j;
+      if (!(bed[c] == bed[c]))
+        continue;
+      double steepest = 0;
+      for (int d = 0; d < 4; d++) {
+        int x = i + (d == 0) - (d == 1), y = j + (d == 2) - (d == 3);
+        int64_t n = x + (int64_t)nx * y;
+        if (x >= 0 && y >= 0 && x < nx && y < ny && bed[n] == bed[n])
+          steepest = fmax(steepest, fabs(bed[n] - bed[c]) / dx);
+      }
+      if (steepest > slope)
+        target[c] = 1;
+    }
+}
+
+/* Marks in out[0 .. n) (stride apart) the entries within `margin` of a marked entry of in. */
+static void dilate_line(const unsigned char *in, unsigned char *out, int n, int64_t stride,
+                        int margin) {
+  int64_t last = -(int64_t)margin - 1; /* the nearest marked entry before, and after */
+  for (int k = 0; k < n; k++) {
+    if (in[k * stride])
+      last = k;
+    out[k * stride] = k - last <= margin;
+  }
+  last = (int64_t)n + margin + 1;
+  for (int k = n - 1; k >= 0; k--) {
+    if (in[k * stride])
+      last = k;
+    out[k * stride] |= last - k <= margin;
+  }
+}
+
+ts_status ts_buq_want_water(int nx, int ny, const double *depth, int margin, double *target) {
+  size_t n = (size_t)nx * ny;
+  unsigned char *wet = malloc(n), *rows = malloc(n), *near = malloc(n);
+  ts_status st = wet && rows && near ? TS_OK : ts_error(TS_ERR_NOMEM, "buq: out of memory");
+  if (st == TS_OK) { /* the square around each wet cell, as rows then columns */
+    for (size_t c = 0; c < n; c++)
+      wet[c] = depth[c] > 0;
+    for (int j = 0; j < ny; j++)
+      dilate_line(wet + (size_t)nx * j, rows + (size_t)nx * j, nx, 1, margin);
+    for (int i = 0; i < nx; i++)
+      dilate_line(rows + i, near + i, ny, nx, margin);
+    for (size_t c = 0; c < n; c++)
+      if (near[c])
+        target[c] = 1;
+  }
+  free(wet), free(rows), free(near);
+  return st;
+}
+
 /* The index in a leaf field of the leaf cell holding finest cell (i, j), or -1. */
 static int64_t leaf_cell(const ts_buq *q, int i, int j) {
   int k = ts_buq_find(q, i, j);

@@ -17,7 +17,10 @@
  *     resampled to cells 2 and 4 finest cells wide equals the DEM's own mean over those cells
  *     where every finest cell is valid and lies in a leaf no coarser than them; NaN where no
  *     valid cell is.
- *  5. Bad arguments are refused with a message (block 12, 9 levels, no data, more parts than
+ *  5. What a grid is refined for, against brute force: sizes in metres to the widest power of
+ *     two no wider (12 m on 5 m cells: 2), slopes above a threshold (a cliff and a NaN hole), and
+ *     a margin of 3 cells around water; each narrows what the target holds.
+ *  6. Bad arguments are refused with a message (block 12, 9 levels, no data, more parts than
  *     blocks, a cost of 0, resampling to 3 cells). */
 #include <math.h>
 #include <stdlib.h>
@@ -274,8 +277,49 @@ static void check_fields(void) {
   ts_buq_destroy(&q);
 }
 
+static void check_wants(void) {
+  enum { W = 40, H = 30 };
+  static double sizes[W * H], bed[W * H], depth[W * H], t[W * H];
+  for (int c = 0; c < W * H; c++) {
+    int i = c % W, j = c / W;
+    sizes[c] = i < 10 ? 4.0 : i < 20 ? 12.0 : i < 30 ? 41.0 : NAN;
+    bed[c] = (i >= 25 ? 3.0 : 0.01 * i) + (i == 5 && j == 5 ? NAN : 0);
+    depth[c] = (i == 8 && j == 20) || (i == 39 && j == 0) ? 0.5 : 0;
+    t[c] = INFINITY;
+  }
+  t[3] = 1; /* an earlier wish stays */
+  ts_buq_want_sizes(W, H, sizes, 5.0, t);
+  int ok = t[3] == 1;
+  for (int c = 4; c < W * H; c++) {
+    int i = c % W;
+    double want = i < 10 ? 1 : i < 20 ? 2 : i < 30 ? 8 : INFINITY;
+    ok &= t[c] == want;
+  }
+  CHECK(ok, "wanted sizes: 4, 12 and 41 m on 5 m cells ask for widths 1, 2 and 8; NaN for none");
+  for (int c = 0; c < W * H; c++)
+    t[c] = INFINITY;
+  ts_buq_want_slopes(W, H, bed, 5.0, 0.05, t);
+  ok = 1;
+  for (int c = 0; c < W * H; c++) {
+    int i = c % W;
+    int cliff = i == 24 || i == 25; /* 3 m over one 5 m cell: 0.6 > 0.05; 0.01 / 5 elsewhere */
+    ok &= isnan(bed[c]) ? isinf(t[c]) : (t[c] == 1) == cliff;
+  }
+  CHECK(ok, "slopes above 0.05: the two columns at the cliff, not the gentle bed or the NaN hole");
+  for (int c = 0; c < W * H; c++)
+    t[c] = INFINITY;
+  ok = ts_buq_want_water(W, H, depth, 3, t) == TS_OK;
+  for (int c = 0; c < W * H; c++) {
+    int i = c % W, j = c / W;
+    int near = (abs(i - 8) <= 3 && abs(j - 20) <= 3) || (i >= 36 && j <= 3);
+    ok &= (t[c] == 1) == near;
+  }
+  CHECK(ok, "water: the finest level within 3 cells of the wet cells (one at a corner)");
+}
+
 int main(void) {
   make_domain();
+  check_wants();
   ts_buq q;
   ts_status st = ts_buq_build(&q, NX, NY, 16, 1, valid, target);
   int blocks = 0;
