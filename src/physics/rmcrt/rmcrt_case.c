@@ -86,9 +86,10 @@ static ts_status read_coupling(rmcrt_case *k, const ts_case_options *opt) {
     return ts_config_error(k->cfg, "parallel", "decomposition",
                            "couple = energy runs on bands of z-layers: rows (or auto)");
   p->decomposition = TS_DECOMP_ROWS;
-  if (p->patches == 0) { /* a few patches per device, so that tracing and updates overlap */
+  if (p->patches == 0) { /* a few patches per device, so that tracing and updates overlap, */
     int devices = p->cuda ? (p->ndevices > 0 ? p->ndevices : ts_gpu_count()) : 1;
-    p->patches = 4 * devices * ts_comm_size(k->comm);
+    int want = 4 * devices * ts_comm_size(k->comm); /* as many as a tracing task can read */
+    p->patches = want < TS_TASK_MAX_ACCESS - 1 ? want : TS_TASK_MAX_ACCESS - 1;
   }
   if (p->patches > p->n[2])
     p->patches = p->n[2];
