@@ -283,7 +283,7 @@ static void check_wants(void) {
   for (int c = 0; c < W * H; c++) {
     int i = c % W, j = c / W;
     sizes[c] = i < 10 ? 4.0 : i < 20 ? 12.0 : i < 30 ? 41.0 : NAN;
-    bed[c] = (i >= 25 ? 3.0 : 0.01 * i) + (i == 5 && j == 5 ? NAN : 0);
+    bed[c] = (i >= 25 ? 3.0 : 0.1 * i) + (i == 5 && j == 5 ? NAN : 0);
     depth[c] = (i == 8 && j == 20) || (i == 39 && j == 0) ? 0.5 : 0;
     t[c] = INFINITY;
   }
@@ -302,7 +302,7 @@ static void check_wants(void) {
   ok = 1;
   for (int c = 0; c < W * H; c++) {
     int i = c % W;
-    int cliff = i == 24 || i == 25; /* 3 m over one 5 m cell: 0.6 > 0.05; 0.01 / 5 elsewhere */
+    int cliff = i == 24 || i == 25; /* 0.6 m over one 5 m cell: 0.12 > 0.05; 0.1 / 5 elsewhere */
     ok &= isnan(bed[c]) ? isinf(t[c]) : (t[c] == 1) == cliff;
   }
   CHECK(ok, "slopes above 0.05: the two columns at the cliff, not the gentle bed or the NaN hole");
