@@ -250,14 +250,37 @@ static int used_devices(const ts_rmcrt *r, int *devices) {
   return n;
 }
 
+/* The first failure of work done on several threads, with its message (messages are per
+ * thread, so the caller's thread would not see it). */
+typedef struct first_failure {
+  ts_status st;
+  char why[1024];
+} first_failure;
+
+#if TESSERA_HAVE_CUDA
+static void keep_failure(first_failure *f, ts_status st) {
+  if (st != TS_OK) {
+#pragma omp critical(rmcrt_failure)
+    if (f->st == TS_OK) {
+      f->st = st;
+      snprintf(f->why, sizeof f->why, "%s", ts_error_message());
+    }
+  }
+}
+#endif
+
+/* The failure kept, raised again on this thread (TS_OK when there was none). */
+static ts_status raise_failure(const first_failure *f) {
+  return f->st == TS_OK ? TS_OK : ts_error(f->st, "%s", f->why);
+}
+
 #if TESSERA_HAVE_CUDA
 /* This rank's patches on GPUs: one host thread per GPU traces that GPU's patches in turn (a
  * tracing waits for its stream), so that the GPUs trace at the same time. */
 static ts_status trace_on_gpus(ts_rmcrt *r) {
   int devices[TS_RMCRT_MAX_DEVICES], ndev = used_devices(r, devices);
-  ts_status st = TS_OK;
+  first_failure failed = {TS_OK, ""};
   int64_t crossed = 0;
-  char why[1024] = ""; /* the failing thread's message (messages are per thread) */
 #pragma omp parallel for num_threads(ndev > 0 ? ndev : 1) schedule(static, 1) reduction(+ : crossed)
   for (int g = 0; g < ndev; g++) {
     ts_status mine = TS_OK;
@@ -267,16 +290,10 @@ static ts_status trace_on_gpus(ts_rmcrt *r) {
         mine = rmcrt_gpu_trace((rmcrt_gpu *)r->gpus[devices[g]], &r->m, b->lo, b->hi, r->p.rays,
                                r->divq, &crossed);
     }
-    if (mine != TS_OK) {
-#pragma omp critical(rmcrt_gpus)
-      if (st == TS_OK) {
-        st = mine;
-        snprintf(why, sizeof why, "%s", ts_error_message());
-      }
-    }
+    keep_failure(&failed, mine);
   }
   r->crossings += crossed;
-  return st == TS_OK ? TS_OK : ts_error(st, "%s", why);
+  return raise_failure(&failed);
 }
 #endif
 
@@ -353,25 +370,15 @@ typedef struct band_work {
   double *temperature;
   rmcrt_medium m; /* with this radiation solve's step */
   int patch, z0, z1, device;
-  ts_status *st; /* the first failure of any task */
+  first_failure *failed; /* the first failure of any task */
 } band_work;
-
-#if TESSERA_HAVE_CUDA
-static void note_failure(band_work *w, ts_status st) {
-  if (st != TS_OK) {
-#pragma omp critical(rmcrt_failure)
-    if (*w->st == TS_OK)
-      *w->st = st;
-  }
-}
-#endif
 
 static void trace_band(void *arg, void *stream) {
   band_work *w = arg;
 #if TESSERA_HAVE_CUDA
   if (stream) {
-    note_failure(w, rmcrt_gpu_trace_band((rmcrt_gpu *)w->r->gpus[w->device], &w->m, w->z0, w->z1,
-                                         w->r->p.rays, w->r->divq, stream));
+    keep_failure(w->failed, rmcrt_gpu_trace_band((rmcrt_gpu *)w->r->gpus[w->device], &w->m, w->z0,
+                                                 w->z1, w->r->p.rays, w->r->divq, stream));
     return;
   }
 #else
@@ -410,14 +417,14 @@ static void coarsen_task(void *arg, void *stream) {
 #if TESSERA_HAVE_CUDA
 static void upload_coarse(void *arg, void *stream) {
   band_work *w = arg;
-  note_failure(w,
+  keep_failure(w->failed,
                rmcrt_gpu_upload_coarse((rmcrt_gpu *)w->r->gpus[w->device], w->r->coarse, stream));
 }
 
 static void upload_band(void *arg, void *stream) {
   band_work *w = arg;
-  note_failure(w, rmcrt_gpu_upload_band((rmcrt_gpu *)w->r->gpus[w->device], w->r->cells, w->m.n,
-                                        w->z0, w->z1, stream));
+  keep_failure(w->failed, rmcrt_gpu_upload_band((rmcrt_gpu *)w->r->gpus[w->device], w->r->cells,
+                                                w->m.n, w->z0, w->z1, stream));
 }
 #endif
 
@@ -469,6 +476,7 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
   }
 #endif
   ts_status st = TS_OK;
+  first_failure failed = {TS_OK, ""};
   int nt = 0;
   /* In program order, the tasks of a step: every patch's tracing (which reads the medium as the
    * step starts), then every patch's energy update, then the uploads. */
@@ -484,7 +492,7 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
                        .z0 = d->boxes[p].lo[2],
                        .z1 = d->boxes[p].hi[2],
                        .device = r->patch_device[p],
-                       .st = &st};
+                       .failed = &failed};
       w->m.step = (uint32_t)(step / c->interval);
       if (!radiation || ts_decomp_rank(p, np, nranks) != rank)
         continue;
@@ -592,6 +600,8 @@ ts_status rmcrt_run_coupled(ts_rmcrt *r, ts_runtime *rt, const rmcrt_coupling *c
   double t0 = omp_get_wtime();
   if (st == TS_OK)
     st = ts_runtime_run(rt, tasks, nt);
+  if (st == TS_OK) /* a task's own failure (the run itself succeeded) */
+    st = raise_failure(&failed);
   int radiation_steps = (c->steps + c->interval - 1) / c->interval;
   r->rays += (int64_t)radiation_steps * r->p.rays * own_cells;
 #if TESSERA_HAVE_CUDA
