@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|rmcrt] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -173,6 +173,17 @@ if [ "$what" = balance ]; then
   } 2>&1 | tee "$out/balance.log"
 fi
 
+# Load balance over every GPU (issue 21): Malpasset at 10 m (4000 s, float) split over the GPUs in
+# one process, each balance mode against GPU 0 alone, in one command.
+if [ "$what" = balance-gpus ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  mal=(--set parallel.backend=cuda --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz"
+    --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.times=4000)
+  "$T" bench balance "$m/malpasset.ini" "${mal[@]}" --set parallel.devices="$devs" \
+    --json "$out/balance_gpus.json" 2>&1 | tee "$out/balance_gpus.log"
+fi
+
 # RMCRT (issue 17): the Burns & Christon medium, 41^3 x 100 rays and 256^3 x 100 rays on GPU 0
 # (one level, and two levels with Latin-hypercube directions), 2 patches on it, and 41^3 x 100
 # rays on all host cores (the GPU-over-CPU ratio); with BASELINE=PATH (an older tessera) the GPU
@@ -209,8 +220,33 @@ if [ "$what" = rmcrt ]; then
   } 2>&1 | tee "$out/rmcrt.log"
 fi
 
+# RMCRT over the GPUs (issue 21): 256^3 x 100 rays on GPU 0 and on every GPU (one host thread per
+# GPU), one level and two levels; the coupled 128^3 run with 8 patches over every GPU, with its
+# trace, against the same run on GPU 0 (the same divq.vti bytes).
+if [ "$what" = rmcrt-gpus ]; then
+  b=$root/examples/burns_christon/burns_christon.ini
+  {
+    for d in 0 "$devs"; do
+      "$T" bench rmcrt --size 256 --rays 100 --backend cuda --devices "$d"
+      "$T" bench rmcrt --size 256 --rays 100 --backend cuda --levels 2 --lhs on --devices "$d"
+    done
+    coupled=(--set parallel.backend=cuda --set rmcrt.nx=128 --set rmcrt.rays=100
+      --set rmcrt.couple=energy --set rmcrt.steps=8 --set rmcrt.dt=10 --quiet
+      --set parallel.subdomains=8)
+    c=/tmp/coupled_gpus
+    for d in 0 "$devs"; do
+      "$T" run "$b" "${coupled[@]}" --set parallel.devices="$d" --out "$c/${d//,/_}" \
+        --trace "$out/coupled_trace_${d//,/_}.json"
+      echo "== coupled 128^3, 8 patches, devices $d: $(grep -E \
+        '"(gpu_idle_fraction|trace_s|wall_s)"' "$c/${d//,/_}/summary.json" | tr -d ' \n')"
+    done
+    cmp "$c/0/divq.vti" "$c/${devs//,/_}/divq.vti" &&
+      echo "coupled: the same divq.vti on GPU 0 and on devices $devs"
+  } 2>&1 | tee "$out/rmcrt_gpus.log"
+fi
+
 # Scaling over 1, 2, 4 and 8 GPUs (as many as the machine has), each count against one GPU in the
-# same command. Shallow water: weak (8192^2 per GPU) and strong (16384^2), one process and one
+# same command. Shallow water: weak (8192^2 per GPU) and strong (16384^2 and 4096^2), one process and one
 # rank per GPU, rows (1D) and tiles (2D). Lattice Boltzmann D3Q19, fp32 and fp16: weak (256^3
 # per GPU) and strong (256^3), 1D (bands along z), 2D and 3D tiles, one process and one rank per
 # GPU. Two commands, so that each stays within a device call's time limit.
@@ -223,8 +259,10 @@ if [ "$what" = scaling-swe ]; then
       for dec in rows tiles; do
         "$T" bench swe --backend cuda --devices "$devs" --mode $mode --weak --size 8192 \
           --steps 30 --decomposition $dec --json "$out/swe_weak_${k}_${mode}_${dec}.json"
-        "$T" bench swe --backend cuda --devices "$devs" --mode $mode --strong --size 16384 \
-          --steps 30 --decomposition $dec --json "$out/swe_strong_${k}_${mode}_${dec}.json"
+        for n in 16384 4096; do
+          "$T" bench swe --backend cuda --devices "$devs" --mode $mode --strong --size $n \
+            --steps 30 --decomposition $dec --json "$out/swe_strong_${n}_${k}_${mode}_${dec}.json"
+        done
       done
     done
   done 2>&1 | tee "$out/scaling_swe.log"
