@@ -101,6 +101,38 @@ typedef struct ts_swe_losses {
   const ts_raster *initial_grid, *rate_grid; /* per cell, bed's geometry (NULL: the numbers) */
 } ts_swe_losses;
 
+/* The grid the solver computes on: the bed's uniform grid (default), or a block-uniform
+ * quadtree (tessera/buq.h) whose finest cells are the bed's, coarser where the rules below ask
+ * no finer cells (the rules combine: each cell gets the finest size any of them asks). The bed
+ * of a coarse cell is the mean of the DEM cells it covers; ts_swe_get, probes, maxima and
+ * checkpoints keep reading and writing the bed's grid (a coarse cell's value in every finest
+ * cell it covers). */
+typedef enum ts_swe_grid_type { TS_GRID_UNIFORM = 0, TS_GRID_BUQ } ts_swe_grid_type;
+typedef struct ts_swe_grid_params {
+  ts_swe_grid_type type;
+  int block;               /* cells along a block's side: 16 (default) or 8 */
+  int levels;              /* 1 (default) to TS_BUQ_MAX_LEVELS: coarsest cells 2^(levels-1) wide */
+  const ts_raster *refine; /* wanted cell size (m) per cell, bed's geometry (NODATA: no wish);
+                              read by ts_swe_create only; NULL: none */
+  double refine_slope;     /* the finest cells where the bed is steeper (m/m); 0: no rule */
+  int refine_water;        /* the finest cells within this many cells of water at the start;
+                              -1: no rule */
+  const ts_raster *water_surface; /* refine_water's water: where this surface (the case's
+                                     initial surface, set after creation) lies above the bed;
+                                     NULL: h0's depths. Read by ts_swe_create only */
+} ts_swe_grid_params;
+
+/* What a quadtree grid holds (ts_swe_grid_info): blocks and cells per level (level 0 the
+ * finest), cells of the uniform grid of the finest cells, and the bytes of the solver's arrays
+ * against those the uniform grid's solver would hold. */
+typedef struct ts_swe_grid_stats {
+  int levels, block;
+  int blocks_per_level[8];
+  int64_t cells_per_level[8];
+  int64_t cells, cells_uniform_finest;
+  double bytes, bytes_uniform_finest;
+} ts_swe_grid_stats;
+
 typedef struct ts_swe_params {
   ts_precision precision; /* storage and arithmetic precision of the state */
   double gravity;         /* m/s2, default 9.81 */
@@ -118,6 +150,7 @@ typedef struct ts_swe_params {
   ts_swe_rain rain;     /* copied by ts_swe_create */
   ts_swe_losses losses; /* copied by ts_swe_create */
   ts_swe_parallel parallel;
+  ts_swe_grid_params grid;
 } ts_swe_params;
 
 /* Fills p with the defaults listed above (walls on all sides, no friction, float). */
@@ -282,6 +315,9 @@ ts_status ts_swe_stats(const ts_swe *s, ts_swe_sub_stats *stats);
 ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes);
 ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes);
 ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes);
+
+/* The quadtree grid in use (zeros and levels 0 on a uniform grid); returns 1 on a quadtree. */
+int ts_swe_grid_info(const ts_swe *s, ts_swe_grid_stats *out);
 
 /* Bytes one cell update moves in a full time step (for the benchmark's roofline figure). */
 double ts_swe_bytes_per_cell_step(const ts_swe *s);

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics/swe/swe_buq.h"
 #include "physics/swe/swe_internal.h"
+#include "tessera/buq.h"
 #include "tessera/gpu.h"
 
 void ts_swe_params_default(ts_swe_params *p) {
@@ -25,6 +27,10 @@ void ts_swe_params_default(ts_swe_params *p) {
     p->bc[side].type = TS_BC_WALL;
   p->parallel.ghost_expansion = 1;
   p->parallel.overlap = 1;
+  p->grid.type = TS_GRID_UNIFORM;
+  p->grid.block = 16;
+  p->grid.levels = 1;
+  p->grid.refine_water = -1;
   /* TESSERA_BACKEND=cpu|cuda|auto changes the default backend (like OMP_NUM_THREADS, for runs
    * and tests that do not choose one). */
   const char *backend = getenv("TESSERA_BACKEND");
@@ -71,6 +77,11 @@ static ts_status check_params(const ts_swe_params *p) {
     if (rain->rate && !(rain->rate[f] >= 0 && isfinite(rain->rate[f])))
       return ts_error(TS_ERR_INPUT, "swe: rain rate must be >= 0 (got %g)", rain->rate[f]);
   }
+  if (p->grid.type == TS_GRID_BUQ && p->grid.block != 8 && p->grid.block != 16)
+    return ts_error(TS_ERR_INPUT, "swe: grid block must be 8 or 16 (got %d)", p->grid.block);
+  if (p->grid.type == TS_GRID_BUQ && (p->grid.levels < 1 || p->grid.levels > TS_BUQ_MAX_LEVELS))
+    return ts_error(TS_ERR_INPUT, "swe: grid levels must be 1 to %d (got %d)", TS_BUQ_MAX_LEVELS,
+                    p->grid.levels);
   if (!(p->losses.initial >= 0 && p->losses.rate >= 0 && isfinite(p->losses.initial) &&
         isfinite(p->losses.rate)))
     return ts_error(TS_ERR_INPUT, "swe: losses must be >= 0");
@@ -256,19 +267,25 @@ static int device_of(const ts_swe *s, int k) {
   return par->ndevices > 0 ? par->devices[slot] : slot;
 }
 
-static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
-                               const swe_inputs *in) {
-  s->p = *params;
-  s->tune.tile_size_auto = params->tile_size == 0;
-  if (s->tune.tile_size_auto)
-    s->p.tile_size = 32; /* until the tuner has timed the candidates */
-  s->built_tile_size = s->p.tile_size;
+/* The grid and the ranks of a new solver. */
+static void start_solver(ts_swe *s, const ts_raster *bed) {
   s->grid = ts_grid_2d(bed->ncols, bed->nrows, bed->cellsize, bed->xll, bed->yll);
   s->nx = bed->ncols;
   s->ny = bed->nrows;
   s->comm = ts_comm_world();
   s->rank = ts_comm_rank(s->comm);
   s->nranks = ts_comm_size(s->comm);
+}
+
+static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
+                               const swe_inputs *in) {
+  s->p = *params;
+  s->p.grid.refine = s->p.grid.water_surface = NULL; /* read by the quadtree's creation only */
+  s->tune.tile_size_auto = params->tile_size == 0;
+  if (s->tune.tile_size_auto)
+    s->p.tile_size = 32; /* until the tuner has timed the candidates */
+  s->built_tile_size = s->p.tile_size;
+  start_solver(s, bed);
   s->early_exit = params->early_exit;
   for (int side = 0; side < 4; side++) {
     const ts_swe_bc *bc = &params->bc[side];
@@ -347,6 +364,42 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
   return swe_build_halo_plan(s);
 }
 
+/* A solver on a quadtree grid: the block engine of the precision, in one process on the CPU,
+ * with walls (and NODATA) around the water, no sources and a uniform friction (what the engine
+ * covers so far). One subdomain for the callers that read the split. */
+static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
+                            const swe_inputs *in) {
+  s->p = *params;
+  start_solver(s, bed);
+  s->early_exit = params->early_exit != 0;
+  s->transport = "memory";
+  s->balance.mode = TS_BALANCE_OFF;
+  s->p.grid.refine = s->p.grid.water_surface = NULL;
+  TS_CALL(resolve_backend(s));
+  if (s->nranks > 1)
+    return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs in one process for now (%d ranks)",
+                    s->nranks);
+  if (s->backend != TS_BACKEND_CPU)
+    return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs on the cpu backend for now");
+  if (params->parallel.subdomains > 1)
+    return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs as one subdomain for now");
+  if (swe_has_open_sides(params))
+    return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes wall boundaries only for now");
+  if (swe_has_sources(params))
+    return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes no rain or losses for now");
+  if (in->friction)
+    return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes a uniform friction only for now");
+  count_active(s, bed);
+  TS_CALL(copy_raster(&s->bed, bed));
+  int n[3] = {s->nx, s->ny, 1}, parts[3] = {0, 0, 1};
+  TS_CALL(ts_decomp_create(&s->decomp, 2, n, 1, TS_DECOMP_ROWS, parts));
+  s->sub_rank = calloc(1, sizeof *s->sub_rank);
+  if (!s->sub_rank)
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  s->buq_ops = params->precision == TS_DOUBLE ? &swe_buq_ops_double : &swe_buq_ops_float;
+  return s->buq_ops->create(&s->buq, params, in, params->grid.water_surface, omp_get_max_threads());
+}
+
 ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_raster *bed,
                         const ts_raster *h0, const ts_raster *hu0, const ts_raster *hv0,
                         const ts_raster *friction_grid) {
@@ -362,7 +415,8 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
   if (!s)
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
   swe_inputs in = {bed, h0, hu0, hv0, friction_grid};
-  ts_status st = create_solver(s, params, bed, &in);
+  ts_status st = params->grid.type == TS_GRID_BUQ ? create_buq(s, params, bed, &in)
+                                                  : create_solver(s, params, bed, &in);
   if (st == TS_ERR_NOMEM)
     st = ts_error(TS_ERR_NOMEM, "swe: out of memory for a %d x %d grid", bed->ncols, bed->nrows);
   st = ts_comm_agree(s->comm, st);
@@ -377,6 +431,8 @@ ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_rast
 void ts_swe_destroy(ts_swe *s) {
   if (!s)
     return;
+  if (s->buq)
+    s->buq_ops->destroy(s->buq);
   if (s->in_flight)
     swe_finish_exchange(s);
   ts_halo_plan_destroy(s->halo);
@@ -430,6 +486,8 @@ static void reset_part(swe_part *p, const ts_raster *eta) {
 
 ts_status ts_swe_set_surface(ts_swe *s, const ts_raster *eta) {
   TS_CALL(check_raster(&s->bed, eta, "initial surface"));
+  if (s->buq)
+    s->buq_ops->set_surface(s->buq, eta);
   TS_CALL(swe_finish_exchange(s));
   for (int k = 0; k < s->nparts; k++)
     reset_part(s->parts[k], eta);
@@ -465,6 +523,16 @@ ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, t
     return ts_error(TS_ERR_INTERNAL, "swe: target time %g is not after %g", target, s->t);
   if (max_steps < 1)
     return TS_OK;
+  if (s->buq) {
+    double dt, t_after;
+    TS_CALL(s->buq_ops->step(s->buq, s->t, target, &dt, &t_after));
+    s->t = t_after;
+    s->steps++;
+    out->taken = 1;
+    out->t[0] = s->t;
+    out->dt[0] = dt;
+    return TS_OK;
+  }
   target = fmin(target, swe_rain_next_time(s, s->t));
   stop = fmin(stop, target);
   take_rain_frame(s);
@@ -599,6 +667,8 @@ static void probes_to_host(const ts_swe *s, int n, const int *i, const int *j) {
 double ts_swe_volume(const ts_swe *s) {
   parts_to_host(s);
   ts_exact_sum sum = {0, 0};
+  if (s->buq)
+    s->buq_ops->volume(s->buq, &sum);
   for (int k = 0; k < s->nparts; k++)
     s->parts[k]->k->volume(s->parts[k], &sum);
   if (ts_comm_exact_sum(s->comm, &sum) != TS_OK)
@@ -630,7 +700,7 @@ ts_status ts_swe_budget_get(const ts_swe *s, ts_swe_budget *out) {
 
 int64_t ts_swe_wet_cells(const ts_swe *s) {
   parts_to_host(s);
-  int64_t n = 0;
+  int64_t n = s->buq ? s->buq_ops->wet_cells(s->buq) : 0;
   for (int k = 0; k < s->nparts; k++)
     n += s->parts[k]->k->wet_cells(s->parts[k]);
   ts_comm_sum_i64(s->comm, &n, 1);
@@ -645,6 +715,10 @@ static const swe_part *owner_part(const ts_swe *s, int i, int j) {
 }
 
 static double local_value(const ts_swe *s, ts_swe_var var, int i, int j, int *owned) {
+  if (s->buq) {
+    *owned = 1;
+    return s->buq_ops->value(s->buq, var, i, j);
+  }
   const swe_part *p = owner_part(s, i, j);
   *owned = p != NULL;
   if (!p)
@@ -777,10 +851,21 @@ static void write_variable(const swe_part *p, int i, int j, const void *arg, cha
 ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out) {
   if (var < TS_SWE_H || var > TS_SWE_LOSS)
     return ts_error(TS_ERR_INTERNAL, "swe: unknown variable %d", (int)var);
+  if (s->buq) {
+    s->buq_ops->get(s->buq, var, out);
+    return TS_OK;
+  }
   return gather_cells(s, sizeof(double), write_variable, &var, out);
 }
 
 void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active_tiles) {
+  if (s->buq) { /* the blocks are the tiles */
+    int64_t blocks;
+    *active_tiles = s->buq_ops->active_blocks(s->buq, &blocks);
+    *ntiles_x = (int)blocks;
+    *ntiles_y = 1;
+    return;
+  }
   int tile = s->p.tile_size;
   int tx = (s->nx + tile - 1) / tile, ty = (s->ny + tile - 1) / tile;
   *ntiles_x = tx;
@@ -809,6 +894,8 @@ void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active
 }
 
 ts_status ts_swe_move_boundary(ts_swe *s, int a, int b, int delta) {
+  if (s->buq)
+    return ts_error(TS_ERR_INPUT, "swe: a quadtree grid has no boundaries to move");
   ts_decomp d;
   TS_CALL(ts_decomp_copy(&d, &s->decomp));
   ts_status st = ts_decomp_move_boundary(&d, a, b, delta);
@@ -864,8 +951,11 @@ typedef struct swe_checkpoint_header {
 
 enum { CHECKPOINT_ARRAYS = 13 };
 static const char checkpoint_magic[8] = "TSSWE03";
+static const char checkpoint_magic_buq[8] = "TSBUQ01"; /* the leaves' cells in leaf order */
 
 static size_t checkpoint_bytes(const ts_swe *s) {
+  if (s->buq)
+    return sizeof(swe_checkpoint_header) + s->buq_ops->state_bytes(s->buq);
   return sizeof(swe_checkpoint_header) +
          (size_t)s->nx * s->ny * (4 * (size_t)s->p.precision + 9 * sizeof(double));
 }
@@ -904,9 +994,13 @@ ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes) {
                                .t = s->t,
                                .steps = s->steps,
                                .rain_volume = s->rain_volume};
-    memcpy(h.magic, checkpoint_magic, sizeof h.magic);
+    memcpy(h.magic, s->buq ? checkpoint_magic_buq : checkpoint_magic, sizeof h.magic);
     memcpy(p, &h, sizeof h);
     p += sizeof h;
+  }
+  if (s->buq) {
+    s->buq_ops->save(s->buq, p);
+    return TS_OK;
   }
   size_t cells = (size_t)s->nx * s->ny;
   for (int which = 0; which < CHECKPOINT_ARRAYS; which++) {
@@ -923,8 +1017,9 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
   if (bytes < sizeof h)
     return ts_error(TS_ERR_INPUT, "checkpoint is truncated");
   memcpy(&h, blob, sizeof h);
-  if (memcmp(h.magic, checkpoint_magic, sizeof h.magic) != 0)
-    return ts_error(TS_ERR_INPUT, "checkpoint is not a Tessera shallow-water checkpoint");
+  if (memcmp(h.magic, s->buq ? checkpoint_magic_buq : checkpoint_magic, sizeof h.magic) != 0)
+    return ts_error(TS_ERR_INPUT, "checkpoint is not a Tessera shallow-water checkpoint%s",
+                    s->buq ? " of a quadtree grid" : "");
   if (h.nx != s->nx || h.ny != s->ny || h.real_size != (int32_t)s->p.precision)
     return ts_error(TS_ERR_INPUT,
                     "checkpoint is for a %d x %d grid in %s, this case is %d x %d in %s", h.nx,
@@ -932,6 +1027,12 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
                     ts_precision_name(s->p.precision));
   if (bytes != checkpoint_bytes(s))
     return ts_error(TS_ERR_INPUT, "checkpoint has the wrong size");
+  if (s->buq) {
+    s->buq_ops->load(s->buq, (const char *)blob + sizeof h);
+    s->t = h.t;
+    s->steps = h.steps;
+    return TS_OK;
+  }
   TS_CALL(swe_finish_exchange(s));
   const char *data = (const char *)blob + sizeof h;
   size_t cells = (size_t)s->nx * s->ny;
@@ -956,6 +1057,17 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
   s->rain_volume = h.rain_volume;
   s->cycle = 0;
   return TS_OK;
+}
+
+int ts_swe_grid_info(const ts_swe *s, ts_swe_grid_stats *out) {
+  memset(out, 0, sizeof *out);
+  if (s->buq) {
+    s->buq_ops->stats(s->buq, out);
+    return 1;
+  }
+  out->levels = 1;
+  out->cells = out->cells_uniform_finest = out->cells_per_level[0] = (int64_t)s->nx * s->ny;
+  return 0;
 }
 
 double ts_swe_bytes_per_cell_step(const ts_swe *s) {

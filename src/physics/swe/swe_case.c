@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "tessera/buq.h"
 #include "tessera/comm.h"
 #include "tessera/config.h"
 #include "tessera/io.h"
@@ -42,6 +43,8 @@ typedef struct swe_case {
   ts_raster bed, h0, hu0, hv0, friction; /* bed.crs: the case's CRS, carried to every output */
   int crs_from_config;                   /* the bed has none: [swe] crs gave it */
   int has_h0, has_hu0, has_hv0, has_friction, has_surface;
+  ts_raster refine; /* [grid] refine: wanted cell sizes (m), freed once the solver is created */
+  int has_refine;
   ts_raster surface;
   double *bc_t[4], *bc_q[4];
   double *rain_t, *rain_rate;        /* [rain] frames: start times (s), uniform rates (m/s) */
@@ -298,6 +301,49 @@ static ts_status read_boundaries(swe_case *k) {
                              side_names[side]);
     }
   }
+  return TS_OK;
+}
+
+/* [grid]: the uniform grid of the bed (type = uniform, the default, which takes no other key) or
+ * a block-uniform quadtree (type = buq) with its block size, levels and refinement rules. */
+static ts_status read_grid_section(swe_case *k) {
+  static const char *const types[] = {"uniform", "buq", NULL};
+  int type;
+  TS_CALL(ts_config_choice(k->cfg, "grid", "type", 0, types, &type));
+  k->params.grid.type = type ? TS_GRID_BUQ : TS_GRID_UNIFORM;
+  static const char *const buq_keys[] = {"block", "levels", "refine", "refine_slope",
+                                         "refine_water"};
+  if (k->params.grid.type == TS_GRID_UNIFORM) {
+    for (size_t q = 0; q < sizeof buq_keys / sizeof buq_keys[0]; q++)
+      if (ts_config_has(k->cfg, "grid", buq_keys[q]))
+        return ts_config_error(k->cfg, "grid", buq_keys[q], "needs type = buq");
+    return TS_OK;
+  }
+  long n;
+  TS_CALL(ts_config_int(k->cfg, "grid", "block", k->params.grid.block, &n));
+  if (n != 16 && n != 8)
+    return ts_config_error(k->cfg, "grid", "block", "must be 16 or 8 (cells along a block's side)");
+  k->params.grid.block = (int)n;
+  TS_CALL(ts_config_int(k->cfg, "grid", "levels", k->params.grid.levels, &n));
+  if (n < 1 || n > TS_BUQ_MAX_LEVELS)
+    return ts_config_error(k->cfg, "grid", "levels", "must be in [1, %d]", TS_BUQ_MAX_LEVELS);
+  k->params.grid.levels = (int)n;
+  TS_CALL(ts_config_double(k->cfg, "grid", "refine_slope", 0, &k->params.grid.refine_slope));
+  if (!(k->params.grid.refine_slope >= 0))
+    return ts_config_error(k->cfg, "grid", "refine_slope", "must be >= 0 (m/m; 0: no rule)");
+  if (ts_config_has(k->cfg, "grid", "refine_water")) {
+    TS_CALL(ts_config_int(k->cfg, "grid", "refine_water", 0, &n));
+    if (n < 0 || n > 1000000000)
+      return ts_config_error(k->cfg, "grid", "refine_water", "must be a number of cells >= 0");
+    k->params.grid.refine_water = (int)n;
+  }
+  TS_CALL(read_grid(k, "grid", "refine", &k->refine, &k->has_refine));
+  if (k->has_refine) {
+    TS_CALL(check_nonnegative(k, "grid", "refine", &k->refine, "cell size", 1, NULL));
+    k->params.grid.refine = &k->refine;
+  }
+  if (k->has_surface) /* refine_water's water: where the initial surface lies above the bed */
+    k->params.grid.water_surface = &k->surface;
   return TS_OK;
 }
 
@@ -720,6 +766,7 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
   TS_CALL(read_friction(k));
   TS_CALL(read_boundaries(k));
   TS_CALL(read_rain(k));
+  TS_CALL(read_grid_section(k));
 
   TS_CALL(read_output_times(k));
   TS_CALL(read_formats(k));
@@ -768,7 +815,7 @@ static void free_case(swe_case *k) {
   ts_config_free(k->cfg);
   free(k->lines);
   free(k->weights);
-  ts_raster *grids[] = {&k->bed, &k->h0, &k->hu0, &k->hv0, &k->friction, &k->surface};
+  ts_raster *grids[] = {&k->bed, &k->h0, &k->hu0, &k->hv0, &k->friction, &k->surface, &k->refine};
   for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++)
     ts_raster_free(grids[g]);
   for (int side = 0; side < 4; side++) {
@@ -1210,6 +1257,47 @@ static void write_summary_snapshots(ts_json *j, const swe_case *k, const snapsho
   ts_json_array_end(j);
 }
 
+/* "grid": the bed's geometry, then the grid the solver computed on (ts_swe_grid_info): the
+ * bed's uniform grid (one level of every cell, no blocks) or the quadtree's blocks and cells per
+ * level, against the uniform grid of its finest cells; the bytes of the solver's arrays where the
+ * solver tells them. */
+static void write_summary_grid(ts_json *j, const swe_case *k, const ts_swe *s) {
+  ts_swe_grid_stats g;
+  memset(&g, 0, sizeof g);
+  int buq = ts_swe_grid_info(s, &g);
+  int64_t cells = (int64_t)k->bed.ncols * k->bed.nrows;
+  int levels = buq ? g.levels : 1;
+  if (levels > TS_BUQ_MAX_LEVELS)
+    levels = TS_BUQ_MAX_LEVELS;
+  ts_json_key(j, "grid");
+  ts_json_object_begin(j);
+  ts_json_key(j, "ncols"), ts_json_int(j, k->bed.ncols);
+  ts_json_key(j, "nrows"), ts_json_int(j, k->bed.nrows);
+  ts_json_key(j, "xll"), ts_json_number(j, k->bed.xll);
+  ts_json_key(j, "yll"), ts_json_number(j, k->bed.yll);
+  ts_json_key(j, "cellsize"), ts_json_number(j, k->bed.cellsize);
+  ts_json_key(j, "type"), ts_json_string(j, buq ? "buq" : "uniform");
+  ts_json_key(j, "block"), ts_json_int(j, buq ? g.block : 0);
+  ts_json_key(j, "levels"), ts_json_int(j, levels);
+  ts_json_key(j, "blocks_per_level");
+  ts_json_array_begin(j);
+  for (int l = 0; buq && l < levels; l++)
+    ts_json_int(j, g.blocks_per_level[l]);
+  ts_json_array_end(j);
+  ts_json_key(j, "cells_per_level");
+  ts_json_array_begin(j);
+  for (int l = 0; l < levels; l++)
+    ts_json_int(j, buq ? g.cells_per_level[l] : cells);
+  ts_json_array_end(j);
+  ts_json_key(j, "cells_uniform_finest"), ts_json_int(j, buq ? g.cells_uniform_finest : cells);
+  ts_json_key(j, "cells"), ts_json_int(j, buq ? g.cells : cells);
+  if (g.bytes > 0)
+    ts_json_key(j, "memory_bytes"), ts_json_number(j, g.bytes);
+  if (g.bytes_uniform_finest > 0)
+    ts_json_key(j, "memory_bytes_uniform_finest"), ts_json_number(j, g.bytes_uniform_finest);
+  ts_json_object_end(j);
+}
+
 /* Ranks, subdomains and how they were split, and the seconds each subdomain spent computing,
  * packing (and copying in-process), waiting and unpacking. */
 /* "balance": how the work was shared and what the balancer did. imbalance: the largest compute
@@ -1407,14 +1495,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "threads"), ts_json_int(&j, omp_get_max_threads());
   ts_json_key(&j, "cells"), ts_json_int(&j, (long long)k->bed.ncols * k->bed.nrows);
   ts_json_key(&j, "active_cells"), ts_json_int(&j, ts_swe_active_cells(s));
-  ts_json_key(&j, "grid");
-  ts_json_object_begin(&j);
-  ts_json_key(&j, "ncols"), ts_json_int(&j, k->bed.ncols);
-  ts_json_key(&j, "nrows"), ts_json_int(&j, k->bed.nrows);
-  ts_json_key(&j, "xll"), ts_json_number(&j, k->bed.xll);
-  ts_json_key(&j, "yll"), ts_json_number(&j, k->bed.yll);
-  ts_json_key(&j, "cellsize"), ts_json_number(&j, k->bed.cellsize);
-  ts_json_object_end(&j);
+  write_summary_grid(&j, k, s);
   ts_json_key(&j, "crs");
   if (k->bed.crs) {
     char label[16384];
@@ -1620,6 +1701,9 @@ ts_status ts_swe_case_run(const ts_case_options *opt) {
                        k.has_hv0 ? &k.hv0 : NULL, k.has_friction ? &k.friction : NULL);
     if (st != TS_OK && st != TS_ERR_NOMEM && st != TS_ERR_PEER)
       st = ts_error(st, "%s: %s", opt->case_path, ts_error_message());
+    /* The solver has read the wanted cell sizes: they are not kept. */
+    ts_raster_free(&k.refine);
+    k.params.grid.refine = NULL;
   }
   if (st == TS_OK && k.has_surface)
     st = ts_swe_set_surface(s, &k.surface);

@@ -375,6 +375,9 @@ struct ts_swe {
   int nwatch; /* watched cells (ts_swe_watch), global coordinates */
   int *watch_i, *watch_j;
   int ran_on_device; /* the last ts_swe_advance ran on the device */
+  /* [grid] type = buq: the block engine (swe_buq.h) in place of the parts */
+  const struct swe_buq_ops *buq_ops;
+  void *buq;
 };
 
 /* Gives a new part the solver's watched cells (ts_swe_watch). */

@@ -89,6 +89,11 @@ static void kernels_init(swe_part *s, const swe_inputs *in) {
   build_bed(s, in->bed);
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
   const ts_raster *h0 = in->h0, *hu0 = in->hu0, *hv0 = in->hv0;
+  /* every cell of the window dry first: wall ghosts stay so, with no speed of their own (a
+   * surface of 0 over a bed below 0 gave them one, which raised the speed cap of the cells
+   * along the wall) */
+  for (int64_t c = 0; c < s->plane; c++)
+    w[c] = bed[c];
 #pragma omp parallel for schedule(static) num_threads(s->threads)
   for (int j = 0; j < s->ny; j++) {
     for (int i = 0; i < s->nx; i++) {

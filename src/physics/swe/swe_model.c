@@ -1,5 +1,5 @@
 /* The shallow-water module's entry in the table of physics modules (model.h): its case-file
- * keys ([swe], [rain], [boundary]), case driver, benchmark and `tessera info` speeds. */
+ * keys ([swe], [rain], [boundary], [grid]), case driver, benchmark and `tessera info` speeds. */
 #include "physics/model.h"
 #include "physics/swe/swe_bench.h"
 #include "physics/swe/swe_case.h"
@@ -29,6 +29,18 @@ static const ts_config_key swe_keys[] = {
     {"swe", "tile_size", "cells", "32",
      "edge of the tiles of the activity mask (early exit), or auto (16, 32 and 64 timed on the "
      "first steps, the fastest kept)"},
+    {"grid", "type", "", "uniform",
+     "uniform (the bed's grid) or buq (a block-uniform quadtree whose finest cells are the bed's; "
+     "in progress: CPU backend, one process, wall boundaries)"},
+    {"grid", "block", "cells", "16", "type = buq: cells along a block's side, 16 or 8"},
+    {"grid", "levels", "", "1",
+     "type = buq: levels, 1 to 8 (the coarsest cells 2^(levels-1) wide)"},
+    {"grid", "refine", "", "(none)",
+     "type = buq: grid of the wanted cell size (m) per area, the bed's geometry; NODATA: no wish"},
+    {"grid", "refine_slope", "m/m", "0",
+     "type = buq: the finest cells where the bed is steeper than this (0: no rule)"},
+    {"grid", "refine_water", "cells", "(none)",
+     "type = buq: the finest cells within this many cells of water at the start"},
     {"rain", "rate", "mm/h", "(none)",
      "rain on every active cell: a number; a CSV file (.csv, .txt) of rows t,mm_per_h, each rate "
      "holding until the next row's time (piecewise constant); or a raster stack (GeoTIFF bands, "
@@ -80,7 +92,8 @@ const ts_model ts_model_swe = {
         "                         [--transport auto|host|cuda-mpi|nccl] [--gpu-kernels "
         "auto|tiles|rows]\n"
         "                         [--balance off|static|dynamic|auto] [--weak|--strong [--mode "
-        "threads|mpi]]\n",
+        "threads|mpi]]\n"
+        "                         [--grid uniform|buq] [--levels L] [--block 8|16]\n",
     .bench_help =
         "  bench swe   time the shallow-water solver on a synthetic, fully wet N x N domain, "
         "split\n"
@@ -97,6 +110,9 @@ const ts_model ts_model_swe = {
         "                                     times the devices during the warm-up and resizes;\n"
         "                                     --devices 0,cpu adds the host's cores to a GPU)\n"
         "            --gpu-kernels K          CUDA stage kernels (default auto: rows on large\n"
-        "                                     wet subdomains, else tiles; same results)\n",
+        "                                     wet subdomains, else tiles; same results)\n"
+        "            --grid buq --levels L    a quadtree grid of blocks of --block cells (default\n"
+        "                                     16): one level, or L levels refined on the bump;\n"
+        "                                     Mcells/s over the quadtree's cells\n",
     .info = swe_info_speeds,
 };

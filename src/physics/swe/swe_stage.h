@@ -243,10 +243,12 @@ TS_HD static inline int swe_finite(ts_real x) { return x - x == 0; }
  * velocities too unless a->u is NULL. Stage 0 of RK2 saves the state at the start of the step
  * (unless a->start_kept); stage 1 averages with it (SSP-RK2). The x and y parts are formed
  * separately and added last (transposing the input transposes the output bit for bit). Returns
- * nonzero if a non-finite value appeared. */
-TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f,
-                                        const swe_consts *k, swe_idx c, swe_idx cf, ts_real dt,
-                                        int stage) {
+ * nonzero if a non-finite value appeared. limits: the limiters of the west, east, south and
+ * north faces, for faces whose fluxes are limited already (a coarse face at a level interface
+ * holds the mean of its fine faces' limited fluxes and limiter 1); NULL: from the drains. */
+TS_HD static inline int swe_update_cell_limited(const swe_arrays *a, const swe_arrays *f,
+                                                const swe_consts *k, swe_idx c, swe_idx cf,
+                                                ts_real dt, int stage, const ts_real *limits) {
   const ts_real *drain = f->drain, *cap = f->speed_cap;
   const ts_real *fx0 = f->fx[0], *fx1 = f->fx[1], *fx2 = f->fx[2];
   const ts_real *fy0 = f->fy[0], *fy1 = f->fy[1], *fy2 = f->fy[2];
@@ -259,10 +261,10 @@ TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f
     a->hu0[c] = hu_now;
     a->hv0[c] = hv_now;
   }
-  ts_real le = swe_face_limit(drain, fx0[cf + 1], cf, cf + 1);
-  ts_real lw = swe_face_limit(drain, fx0[cf], cf - 1, cf);
-  ts_real ln = swe_face_limit(drain, fy0[cf + row], cf, cf + row);
-  ts_real ls = swe_face_limit(drain, fy0[cf], cf - row, cf);
+  ts_real le = limits ? limits[1] : swe_face_limit(drain, fx0[cf + 1], cf, cf + 1);
+  ts_real lw = limits ? limits[0] : swe_face_limit(drain, fx0[cf], cf - 1, cf);
+  ts_real ln = limits ? limits[3] : swe_face_limit(drain, fy0[cf + row], cf, cf + row);
+  ts_real ls = limits ? limits[2] : swe_face_limit(drain, fy0[cf], cf - row, cf);
   ts_real rx_w = -(le * fx0[cf + 1] - lw * fx0[cf]) * k->rdx;
   ts_real ry_w = -(ln * fy0[cf + row] - ls * fy0[cf]) * k->rdy;
   ts_real rx_hu = (f->src_x[cf] - (le * fx1[cf + 1] - lw * fx1[cf])) * k->rdx;
@@ -321,6 +323,14 @@ TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f
   if (a->u)
     swe_cell_velocity(a, k, c);
   return bad;
+}
+
+/* The update of a cell whose faces are limited by the outflow limiters (swe_update_cell_limited
+ * without limits). */
+TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f,
+                                        const swe_consts *k, swe_idx c, swe_idx cf, ts_real dt,
+                                        int stage) {
+  return swe_update_cell_limited(a, f, k, c, cf, dt, stage, (const ts_real *)0);
 }
 
 /* ---- what the budget and the flood maps record, and the sources */
