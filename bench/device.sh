@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -218,6 +218,39 @@ if [ "$what" = rmcrt ]; then
     cmp "$c/8/divq.vti" "$c/mpi/divq.vti" &&
       echo "coupled: the same divq.vti on 8 patches of one process and over 2 ranks"
   } 2>&1 | tee "$out/rmcrt.log"
+fi
+
+# Quadtree grids (issue 18) on GPU 0: the gpu tests of the block engine; the fully wet basin
+# on the uniform grid's engines and on the block engine (one level: throughput per cell; three
+# levels refined on the bump); Malpasset at 10 m (4000 s, float) on the uniform grid, on one
+# level and on 3 levels refined where the bed is steeper than 5 %, with each run's survey MAE
+# (scripts/survey_mae.py) and wall times.
+if [ "$what" = buq ]; then
+  (cd "$build" && ctest -L gpu -R buq --output-on-failure -j1) 2>&1 | tee "$out/gpu_tests_buq.log"
+  {
+    for n in 4096 8192; do
+      "$T" bench swe --backend cuda --size $n --steps 40
+      "$T" bench swe --backend cuda --size $n --steps 40 --grid buq
+    done
+    m=$root/examples/malpasset
+    d=$m/data
+    mal=(--quiet --set parallel.backend=cuda --set parallel.devices=0
+      --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz"
+      --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.formats=asc
+      --set output.times=4000)
+    for run in "uniform|" "buq1|--set grid.type=buq" \
+      "buq3|--set grid.type=buq --set grid.levels=3 --set grid.refine_slope=0.05"; do
+      name=${run%%|*}
+      # shellcheck disable=SC2086
+      /usr/bin/time -f "total %e s" "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} \
+        --out "$out/mal_$name" 2>&1 | tail -1
+      echo "== malpasset 10 m $name: $(grep -E '"(wall_s|steps|cells)"' \
+        "$out/mal_$name/summary.json" | tr -d ' \n') $(python3 "$root/scripts/survey_mae.py" \
+        "$out/mal_$name")"
+    done
+    cmp "$out/mal_uniform/max_h.asc" "$out/mal_buq1/max_h.asc" &&
+      echo "malpasset: one level's max_h.asc equals the uniform grid's"
+  } 2>&1 | tee "$out/buq.log"
 fi
 
 # RMCRT over the GPUs (issue 21): 256^3 x 100 rays on GPU 0 and on every GPU (one host thread per

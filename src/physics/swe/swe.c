@@ -364,9 +364,9 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
   return swe_build_halo_plan(s);
 }
 
-/* A solver on a quadtree grid: the block engine of the precision, in one process on the CPU,
- * with walls (and NODATA) around the water, no sources and a uniform friction (what the engine
- * covers so far). One subdomain for the callers that read the split. */
+/* A solver on a quadtree grid: the block engine of the precision, in one process on the CPU
+ * or one GPU, with walls (and NODATA) around the water, no sources and a uniform friction (what the
+ * engine covers so far). One subdomain for the callers that read the split. */
 static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
                             const swe_inputs *in) {
   s->p = *params;
@@ -379,8 +379,12 @@ static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_ras
   if (s->nranks > 1)
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs in one process for now (%d ranks)",
                     s->nranks);
-  if (s->backend != TS_BACKEND_CPU)
-    return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs on the cpu backend for now");
+  int device = -1; /* the CUDA backend: the first device listed, or GPU 0 */
+  if (s->backend == TS_BACKEND_CUDA) {
+    device = params->parallel.ndevices > 0 ? params->parallel.devices[0] : 0;
+    if (device < 0 || params->parallel.ndevices > 1)
+      return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs on one GPU for now");
+  }
   if (params->parallel.subdomains > 1)
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs as one subdomain for now");
   if (swe_has_open_sides(params))
@@ -397,7 +401,8 @@ static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_ras
   if (!s->sub_rank)
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
   s->buq_ops = params->precision == TS_DOUBLE ? &swe_buq_ops_double : &swe_buq_ops_float;
-  return s->buq_ops->create(&s->buq, params, in, params->grid.water_surface, omp_get_max_threads());
+  return s->buq_ops->create(&s->buq, params, in, params->grid.water_surface, omp_get_max_threads(),
+                            device);
 }
 
 ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_raster *bed,
@@ -756,6 +761,13 @@ ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const
                        double *out) {
   if (n == 0)
     return TS_OK;
+  if (s->buq) {
+    for (int q = 0; q < n; q++)
+      if (i[q] < 0 || j[q] < 0 || i[q] >= s->nx || j[q] >= s->ny)
+        return probe_values(s, n, i, j, var, out); /* NaN outside, as on the uniform grid */
+    s->buq_ops->probe(s->buq, n, i, j, var, out);
+    return TS_OK;
+  }
   probes_to_host(s, n, i, j);
   return probe_values(s, n, i, j, var, out);
 }

@@ -2,20 +2,23 @@
  * (swe_buq.h), compiled once per precision: TS_REAL_DOUBLE=0 defines swe_buq_ops_float,
  * TS_REAL_DOUBLE=1 swe_buq_ops_double.
  *
- * Every leaf holds its cells in a window laid out as a part's (swe_internal.h): M x M cells, a
- * ghost frame of SWE_GHOST cells and corner points one further, so the stage functions of
- * swe_stage.h run on a leaf as on a part. A leaf's beds come from the DEM averaged over each
- * of its level's cells (corners: the mean of the active cells around them, cells: the mean of
- * their corners, as on the uniform grid), so one level is the uniform grid bit for bit.
+ * Every leaf holds its cells in a window laid out as a part's (swe_buq_leaf.h), so the stage
+ * functions of swe_stage.h run on a leaf as on a part. A leaf's beds come from the DEM averaged
+ * over each of its level's cells (corners: the mean of the active cells around them, cells: the
+ * mean of their corners, as on the uniform grid), so one level is the uniform grid bit for bit.
  *
- * A stage: ghost cells from the neighbours (same level: copies; finer: restriction; coarser:
- * prolongation, coarsest levels first so that a coarse leaf's ghosts are in place when a finer
- * one reads them), fluxes per leaf, the time step from the wave speeds of every level, outflow
- * limiters, then the update. A face between levels is computed from the reconstructions of the
- * coarse cell (in its leaf) and the fine cell (in its leaf), by both leaves alike, so both see
- * the same bits: the fine cell takes it as is, the coarse cell the mean of its two fine faces,
- * each limited by the limiter of the cell its water leaves, so volume is kept to rounding; each
- * side keeps its own face bed and pressure correction, so a lake at rest stays at rest. */
+ * A step (engine_step, one driver for both backends): the leaves holding water and their
+ * neighbours (early exit), then per stage the ghost cells from the neighbours (same level:
+ * copies; finer: restriction; coarser: prolongation, coarsest levels first so that a coarse
+ * leaf's ghosts are in place when a finer one reads them), fluxes, the time step from the wave
+ * speeds of every level, outflow limiters, the update; then the maps. The passes run as OpenMP
+ * loops here (cpu_passes) or as CUDA kernels (swe_buq.cu) on a mirror of the arrays in device
+ * memory, whose host copy is brought up to date before it is read. A face between levels is
+ * computed from the reconstructions of the coarse cell (in its leaf) and the fine cell (in its
+ * leaf), by both leaves alike, so both see the same bits: the fine cell takes it as is, the
+ * coarse cell the mean of its two fine faces, each limited by the limiter of the cell its water
+ * leaves, so volume is kept to rounding; each side keeps its own face bed and pressure
+ * correction, so a lake at rest stays at rest. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -29,82 +32,42 @@ typedef double ts_real;
 #define SWE_SQRT sqrt
 #define SWE_CBRT cbrt
 #define SWE_BUQ_OPS swe_buq_ops_double
+#define SWE_BUQ_GPU swe_buq_gpu_double
 #else
 typedef float ts_real;
 #define SWE_SQRT sqrtf
 #define SWE_CBRT cbrtf
 #define SWE_BUQ_OPS swe_buq_ops_float
+#define SWE_BUQ_GPU swe_buq_gpu_float
 #endif
 
 typedef int64_t swe_idx;
-#include "physics/swe/swe_levels.h"
-#include "physics/swe/swe_stage.h"
+#include "physics/swe/swe_buq_leaf.h"
 
-enum { G = SWE_GHOST, NARRAYS = 22 };
+enum { G = SWE_GHOST };
 
 typedef struct engine {
   ts_buq q;
   ts_swe_params p;
-  int M, W;       /* cells along a leaf, points along its window (M + 2 G + 1) */
+  swe_buq_view v; /* the arrays in host memory */
+  int M, W;       /* cells along a leaf, points along its window */
   int64_t P;      /* elements of one leaf's window */
-  int64_t origin; /* element of cell (0, 0) in a window */
-  double dx0;     /* the finest cell size (m) */
   int threads;
-  /* per leaf, P elements each: the arrays of swe_arrays */
-  ts_real *w, *hu, *hv, *w_carry, *w0, *hu0, *hv0, *u, *v, *char_speed, *speed_cap, *drain;
-  ts_real *corner, *bed, *fx[3], *fy[3], *src_x, *src_y;
-  unsigned char *active;
-  /* per leaf, M^2 each: the flood maps */
-  double *max_h, *max_speed, *arrival, *max_eta, *duration, *max_hazard;
   unsigned char *computed; /* per leaf: computed in this step (early exit) */
   int *list, nlist;        /* the leaves computed, by level from the coarsest */
+  int *dropped, ndropped;  /* the leaves no longer computed: their fluxes are zeroed */
   double t;                /* time of the state (for the maps) */
+  /* the passes: cpu_passes on the engine, or the CUDA backend's on its device mirror */
+  const swe_buq_passes *ops;
+  void *x;
+  int host_stale; /* the device holds a newer state than the host arrays */
 } engine;
 
 static inline int64_t cell_at(const engine *e, int k, int i, int j) {
-  return (int64_t)k * e->P + e->origin + i + (int64_t)j * e->W;
+  return buq_cell(&e->v, k, i, j);
 }
 
-/* The arrays of leaf k as a part's (indices relative to the leaf's window). */
-static swe_arrays leaf_arrays(const engine *e, int k) {
-  int64_t o = (int64_t)k * e->P;
-  swe_arrays a = {e->w + o,
-                  e->hu + o,
-                  e->hv + o,
-                  e->w_carry + o,
-                  e->w0 + o,
-                  e->hu0 + o,
-                  e->hv0 + o,
-                  e->u + o,
-                  e->v + o,
-                  e->char_speed + o,
-                  e->speed_cap + o,
-                  e->drain + o,
-                  e->corner + o,
-                  e->bed + o,
-                  NULL,
-                  {e->fx[0] + o, e->fx[1] + o, e->fx[2] + o},
-                  {e->fy[0] + o, e->fy[1] + o, e->fy[2] + o},
-                  e->src_x + o,
-                  e->src_y + o,
-                  e->active + o,
-                  (swe_idx)e->W,
-                  0};
-  return a;
-}
-
-static swe_consts level_consts(const engine *e, int level) {
-  double dx = ldexp(e->dx0, level);
-  swe_consts k = {(ts_real)e->p.gravity, (ts_real)e->p.theta, (ts_real)(0.01 * e->p.dry_depth),
-                  (ts_real)(1.0 / dx),   (ts_real)(1.0 / dx), (ts_real)e->p.friction_value,
-                  (int)e->p.friction,    e->p.rk_order};
-  return k;
-}
-
-/* Index within a leaf's window of cell (i, j). */
-static inline swe_idx local(const engine *e, int i, int j) {
-  return (swe_idx)(e->origin + i + (int64_t)j * e->W);
-}
+static inline swe_idx local(const engine *e, int i, int j) { return buq_local(&e->v, i, j); }
 
 /* ---------------------------------------------------------------- building */
 
@@ -143,11 +106,11 @@ static double level_bed(const ts_raster *bed, int level, int I, int J) {
 static void build_leaf(engine *e, int k, const ts_raster *dem) {
   const ts_buq_block *b = &e->q.blocks[k];
   int M = e->M, I0 = b->bi * M, J0 = b->bj * M;
-  swe_arrays a = leaf_arrays(e, k);
+  swe_arrays a = buq_leaf_arrays(&e->v, k);
   ts_real *corner = (ts_real *)a.corner, *bed = (ts_real *)a.bed;
   for (int j = -G; j < M + G; j++)
     for (int i = -G; i < M + G; i++)
-      e->active[cell_at(e, k, i, j)] = !isnan(level_bed(dem, b->level, I0 + i, J0 + j));
+      e->v.active[cell_at(e, k, i, j)] = !isnan(level_bed(dem, b->level, I0 + i, J0 + j));
   for (int j = -G; j <= M + G; j++)
     for (int i = -G; i <= M + G; i++) {
       /* the cells around corner (i, j), summed as (sw + ne) + (se + nw) */
@@ -180,7 +143,7 @@ static void build_leaf(engine *e, int k, const ts_raster *dem) {
 static void init_leaf(engine *e, int k, const swe_inputs *in) {
   const ts_buq_block *b = &e->q.blocks[k];
   int M = e->M;
-  swe_arrays a = leaf_arrays(e, k);
+  swe_arrays a = buq_leaf_arrays(&e->v, k);
   for (int j = 0; j < M; j++)
     for (int i = 0; i < M; i++) {
       swe_idx c = local(e, i, j);
@@ -199,265 +162,73 @@ static void init_leaf(engine *e, int k, const swe_inputs *in) {
     }
 }
 
-/* ---------------------------------------------------------------- ghost cells */
+/* ---------------------------------------------------------------- CPU passes */
 
-/* Leaf k's 2 ghost layers along `side` from its neighbour there: copies (same level) or
- * restriction (finer); coarser sides are prolongated by fill_coarser. */
-static void fill_side(const engine *e, int k, int side) {
-  const ts_buq_block *b = &e->q.blocks[k];
-  ts_buq_relation rel = b->side_relation[side];
-  int M = e->M, half = M / 2;
-  ts_real *w = e->w, *hu = e->hu, *hv = e->hv, *bed = e->bed;
-  for (int layer = 0; layer < G; layer++)
-    for (int at = 0; at < M; at++) {
-      /* ghost (gi, gj): layer 0 touches the leaf */
-      int gi, gj;
-      switch (side) {
-      case TS_BUQ_WEST: gi = -1 - layer, gj = at; break;
-      case TS_BUQ_EAST: gi = M + layer, gj = at; break;
-      case TS_BUQ_SOUTH: gi = at, gj = -1 - layer; break;
-      default: gi = at, gj = M + layer; break;
-      }
-      int64_t g = cell_at(e, k, gi, gj);
-      if (rel == TS_BUQ_SAME) {
-        int n = b->side[side][0];
-        int si = side == TS_BUQ_WEST ? gi + M : (side == TS_BUQ_EAST ? gi - M : gi);
-        int sj = side == TS_BUQ_SOUTH ? gj + M : (side == TS_BUQ_NORTH ? gj - M : gj);
-        int64_t s = cell_at(e, n, si, sj);
-        w[g] = w[s], hu[g] = hu[s], hv[g] = hv[s];
-      } else if (rel == TS_BUQ_FINER) {
-        /* the four finer cells under ghost (gi, gj), in the fine leaf covering it */
-        int along = side < 2 ? gj : gi, n = b->side[side][along / half];
-        int a0 = 2 * (along % half), x0, y0;
-        switch (side) {
-        case TS_BUQ_WEST: x0 = M + 2 * gi, y0 = a0; break;
-        case TS_BUQ_EAST: x0 = 2 * (gi - M), y0 = a0; break;
-        case TS_BUQ_SOUTH: x0 = a0, y0 = M + 2 * gj; break;
-        default: x0 = a0, y0 = 2 * (gj - M); break;
-        }
-        ts_real h4[4] = {0, 0, 0, 0}, hu4[4] = {0, 0, 0, 0}, hv4[4] = {0, 0, 0, 0};
-        ts_real b4[4] = {0, 0, 0, 0}, hc = 0, huc = 0, hvc = 0, bc;
-        if (n >= 0) {
-          for (int c = 0; c < 4; c++) {
-            int64_t f = cell_at(e, n, x0 + (c & 1), y0 + (c >> 1));
-            b4[c] = bed[f];
-            if (e->active[f]) {
-              h4[c] = swe_max(SWE_R(0), w[f] - bed[f]);
-              hu4[c] = hu[f], hv4[c] = hv[f];
-            }
-          }
-          swe_restrict(h4, hu4, hv4, b4, &hc, &huc, &hvc, &bc);
-        }
-        w[g] = hc > 0 ? bed[g] + hc : bed[g];
-        hu[g] = hc > 0 ? huc : SWE_R(0);
-        hv[g] = hc > 0 ? hvc : SWE_R(0);
-      } else if (rel == TS_BUQ_NONE) {
-        w[g] = bed[g], hu[g] = hv[g] = 0;
-      }
-    }
-}
-
-/* A coarse cell's value for a slope: its neighbour's where active, else its own. */
-static inline ts_real around(const ts_real *f, const unsigned char *act, int64_t c, int64_t n) {
-  return act[n] ? f[n] : f[c];
-}
-
-/* Leaf k's 2 ghost layers along `side`, whose neighbour is one level coarser: each coarse cell
- * along the side prolongated onto the 2 x 2 ghost cells it covers (swe_prolong). */
-static void fill_coarser(const engine *e, int k, int side) {
-  const ts_buq_block *b = &e->q.blocks[k];
-  const ts_buq_block *cb = &e->q.blocks[b->side[side][0]];
-  int M = e->M, n = b->side[side][0];
-  ts_real *w = e->w, *hu = e->hu, *hv = e->hv, *bed = e->bed;
-  const unsigned char *act = e->active;
-  ts_real theta = (ts_real)e->p.theta;
-  for (int pair = 0; pair < M / 2; pair++) {
-    /* the lower-left ghost cell of the 2 x 2 under one coarse cell */
-    int gi = side == TS_BUQ_WEST ? -2 : (side == TS_BUQ_EAST ? M : 2 * pair);
-    int gj = side == TS_BUQ_SOUTH ? -2 : (side == TS_BUQ_NORTH ? M : 2 * pair);
-    int ci = ((b->bi * M + gi) >> 1) - cb->bi * M, cj = ((b->bj * M + gj) >> 1) - cb->bj * M;
-    int64_t c = cell_at(e, n, ci, cj), W = e->W;
-    int64_t kids[4];
-    ts_real b4[4], h4[4], hu4[4], hv4[4], w4[4];
-    for (int q = 0; q < 4; q++) {
-      kids[q] = cell_at(e, k, gi + (q & 1), gj + (q >> 1));
-      b4[q] = bed[kids[q]];
-    }
-    ts_real hc = act[c] ? swe_max(SWE_R(0), w[c] - bed[c]) : SWE_R(0);
-    ts_real wx[3] = {around(w, act, c, c - 1), w[c], around(w, act, c, c + 1)};
-    ts_real wy[3] = {around(w, act, c, c - W), w[c], around(w, act, c, c + W)};
-    ts_real hux[3] = {around(hu, act, c, c - 1), hu[c], around(hu, act, c, c + 1)};
-    ts_real huy[3] = {around(hu, act, c, c - W), hu[c], around(hu, act, c, c + W)};
-    ts_real hvx[3] = {around(hv, act, c, c - 1), hv[c], around(hv, act, c, c + 1)};
-    ts_real hvy[3] = {around(hv, act, c, c - W), hv[c], around(hv, act, c, c + W)};
-    swe_prolong(hc, wx, wy, hux, huy, hvx, hvy, b4, theta, h4, hu4, hv4, w4);
-    for (int q = 0; q < 4; q++) {
-      int64_t g = kids[q];
-      int wet = h4[q] > 0;
-      w[g] = wet ? w4[q] : bed[g];
-      hu[g] = wet ? hu4[q] : SWE_R(0);
-      hv[g] = wet ? hv4[q] : SWE_R(0);
-    }
+static void cpu_wet(void *x, unsigned char *wet) {
+  engine *e = x;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(e->threads)
+  for (int k = 0; k < e->q.nblocks; k++) {
+    int any = 0;
+    for (int j = 0; j < e->M && !any; j++)
+      for (int i = 0; i < e->M && !any; i++)
+        any = buq_wet_cell(&e->v, k, i, j);
+    wet[k] = (unsigned char)any;
   }
 }
 
-/* Velocities of leaf k's ghost cells. */
-static void ghost_velocities(const engine *e, int k) {
-  swe_arrays a = leaf_arrays(e, k);
-  swe_consts kc = level_consts(e, e->q.blocks[k].level);
-  int M = e->M;
-  for (int j = -G; j < M + G; j++)
-    for (int i = -G; i < M + G; i++)
-      if (i < 0 || j < 0 || i >= M || j >= M)
-        swe_cell_velocity(&a, &kc, local(e, i, j));
+static void cpu_set_list(void *x, const int *list, int n, const int *dropped, int ndropped) {
+  engine *e = x;
+  (void)list, (void)n;
+  for (int d = 0; d < ndropped; d++) {
+    int64_t o = (int64_t)dropped[d] * e->P;
+    for (int c3 = 0; c3 < 3; c3++) {
+      memset(e->v.fx[c3] + o, 0, sizeof(ts_real) * (size_t)e->P);
+      memset(e->v.fy[c3] + o, 0, sizeof(ts_real) * (size_t)e->P);
+    }
+    for (int64_t c = 0; c < e->P; c++)
+      e->v.drain[o + c] = SWE_R(1);
+  }
 }
 
-/* The ghost cells of the computed leaves: copies and restrictions (which read leaves' own
- * cells), then prolongations, coarsest leaves first (they read the coarse leaf's ghosts). */
-static void fill_ghosts(engine *e) {
+/* The ghost cells of the listed leaves: copies and restrictions (which read leaves' own cells),
+ * then prolongations, coarsest leaves first (they read the coarse leaf's ghosts), then their
+ * velocities. */
+static void cpu_ghosts(void *x) {
+  engine *e = x;
+  const swe_buq_view *v = &e->v;
+  int M = e->M;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
   for (int n = 0; n < e->nlist; n++)
     for (int side = 0; side < 4; side++)
-      if (e->q.blocks[e->list[n]].side_relation[side] != TS_BUQ_COARSER)
-        fill_side(e, e->list[n], side);
+      if (v->blocks[e->list[n]].side_relation[side] != TS_BUQ_COARSER)
+        for (int layer = 0; layer < G; layer++)
+          for (int at = 0; at < M; at++)
+            buq_fill_ghost(v, e->list[n], side, layer, at);
   for (int level = e->q.levels - 2; level >= 0; level--) {
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
     for (int n = 0; n < e->nlist; n++) {
-      const ts_buq_block *b = &e->q.blocks[e->list[n]];
-      if (b->level != level)
-        continue;
-      for (int side = 0; side < 4; side++)
+      const ts_buq_block *b = &v->blocks[e->list[n]];
+      for (int side = 0; side < 4 && b->level == level; side++)
         if (b->side_relation[side] == TS_BUQ_COARSER)
-          fill_coarser(e, e->list[n], side);
+          for (int pair = 0; pair < M / 2; pair++)
+            buq_fill_coarser(v, e->list[n], side, pair);
     }
   }
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int n = 0; n < e->nlist; n++)
-    ghost_velocities(e, e->list[n]);
-}
-
-/* ---------------------------------------------------------------- fluxes */
-
-/* The reconstruction along an axis of cell (i, j) of leaf k (in its own window). */
-static int reconstruct_in(const engine *e, int k, int i, int j, int x_axis, swe_side *lo,
-                          swe_side *hi) {
-  swe_arrays a = leaf_arrays(e, k);
-  swe_consts kc = level_consts(e, e->q.blocks[k].level);
-  swe_idx c = local(e, i, j), step = x_axis ? 1 : e->W, cstep = x_axis ? e->W : 1;
-  if (!a.active[c])
-    return 0;
-  swe_reconstruct_cell(&a, &kc, c, step, x_axis, swe_face_bed(&a, c - step, step, cstep),
-                       swe_face_bed(&a, c, step, cstep), lo, hi);
-  return 1;
-}
-
-/* The coarse cell of leaf k's neighbour across `side` (one level coarser) next to k's cell
- * `at` along that side: its leaf and cell. */
-static void coarse_cell(const engine *e, int k, int side, int at, int *n, int *ci, int *cj) {
-  const ts_buq_block *b = &e->q.blocks[k];
-  int M = e->M;
-  *n = b->side[side][0];
-  const ts_buq_block *cb = &e->q.blocks[*n];
-  int i = side == TS_BUQ_WEST ? -1 : (side == TS_BUQ_EAST ? M : at);
-  int j = side == TS_BUQ_SOUTH ? -1 : (side == TS_BUQ_NORTH ? M : at);
-  *ci = ((b->bi * M + i) >> 1) - cb->bi * M;
-  *cj = ((b->bj * M + j) >> 1) - cb->bj * M;
-}
-
-/* The finer cell q (0, 1 in order along the side) next to leaf k's cell `at` along `side`
- * (whose neighbours there are one level finer): its leaf (-1: none) and cell. */
-static void fine_cell(const engine *e, int k, int side, int at, int q, int *n, int *fi, int *fj) {
-  const ts_buq_block *b = &e->q.blocks[k];
-  int M = e->M, half = M / 2;
-  *n = b->side[side][at / half];
-  int a0 = 2 * (at % half) + q;
-  *fi = side == TS_BUQ_WEST ? M - 1 : (side == TS_BUQ_EAST ? 0 : a0);
-  *fj = side == TS_BUQ_SOUTH ? M - 1 : (side == TS_BUQ_NORTH ? 0 : a0);
-}
-
-/* One line of leaf k (a row for x, a column for y) from cell -1 to M, as sweep_line of
- * swe_kernels.c: every face 0..M gets its flux, every cell its bed source with the pressure
- * corrections of its faces; faces on a level interface take the other leaf's cell. Returns the
- * largest wave speed of the faces. */
-static ts_real sweep(const engine *e, int k, int line, int x_axis) {
-  const ts_buq_block *b = &e->q.blocks[k];
-  swe_arrays a = leaf_arrays(e, k);
-  swe_consts kc = level_consts(e, b->level);
-  int M = e->M, side_lo = x_axis ? TS_BUQ_WEST : TS_BUQ_SOUTH;
-  int side_hi = x_axis ? TS_BUQ_EAST : TS_BUQ_NORTH;
-  swe_idx step = x_axis ? 1 : e->W;
-  swe_idx first = x_axis ? local(e, 0, line) : local(e, line, 0);
-  ts_real *f0 = x_axis ? a.fx[0] : a.fy[0], *f1 = x_axis ? a.fx[1] : a.fy[1];
-  ts_real *f2 = x_axis ? a.fx[2] : a.fy[2], *src = x_axis ? a.src_x : a.src_y;
-  enum { MAXM = 16 };
-  swe_side lo[MAXM + 2], hi[MAXM + 2];
-  int act[MAXM + 2];
-  swe_idx cstep = x_axis ? e->W : 1;
-  memset(lo, 0, sizeof lo);
-  memset(hi, 0, sizeof hi);
-  for (int n = -1; n <= M; n++) {
-    swe_idx c = first + n * step;
-    act[n + 1] = a.active[c];
-    if (act[n + 1])
-      swe_reconstruct_cell(&a, &kc, c, step, x_axis, swe_face_bed(&a, c - step, step, cstep),
-                           swe_face_bed(&a, c, step, cstep), &lo[n + 1], &hi[n + 1]);
+  for (int n = 0; n < e->nlist; n++) {
+    int k = e->list[n];
+    swe_arrays a = buq_leaf_arrays(v, k);
+    swe_consts kc = buq_consts(v, v->blocks[k].level);
+    for (int j = -G; j < M + G; j++)
+      for (int i = -G; i < M + G; i++)
+        if (i < 0 || j < 0 || i >= M || j >= M)
+          swe_cell_velocity(&a, &kc, local(e, i, j));
   }
-  ts_real amax = 0, src_prev = 0;
-  for (int f = 0; f <= M; f++) {
-    swe_idx c = first + f * step;
-    int side = f == 0 ? side_lo : (f == M ? side_hi : -1);
-    ts_buq_relation rel = side >= 0 ? b->side_relation[side] : TS_BUQ_SAME;
-    ts_real flux[3], corr_lo, corr_hi, speed;
-    if (rel == TS_BUQ_FINER) {
-      /* two finer faces: their mean flux, and this cell's mean correction */
-      ts_real sum[3] = {0, 0, 0}, corr = 0;
-      speed = 0;
-      for (int q = 0; q < 2; q++) {
-        int n, fi, fj;
-        swe_side flo = lo[0], fhi = hi[0];
-        fine_cell(e, k, side, line, q, &n, &fi, &fj);
-        int fact = n >= 0 && reconstruct_in(e, n, fi, fj, x_axis, &flo, &fhi);
-        ts_real fq[3], cl, cr, sq;
-        if (f == 0)
-          sq = swe_face_between(&kc, fact, act[1], fhi, lo[1], fq, &cl, &cr);
-        else
-          sq = swe_face_between(&kc, act[M], fact, hi[M], flo, fq, &cl, &cr);
-        for (int c3 = 0; c3 < 3; c3++)
-          sum[c3] += fq[c3];
-        corr += f == 0 ? cr : cl;
-        speed = swe_max(speed, sq);
-      }
-      for (int c3 = 0; c3 < 3; c3++)
-        flux[c3] = SWE_R(0.5) * sum[c3];
-      corr_lo = corr_hi = SWE_R(0.5) * corr;
-    } else if (rel == TS_BUQ_COARSER) {
-      int n, ci, cj;
-      swe_side clo, chi;
-      coarse_cell(e, k, side, line, &n, &ci, &cj);
-      int cact = reconstruct_in(e, n, ci, cj, x_axis, &clo, &chi);
-      if (f == 0)
-        speed = swe_face_between(&kc, cact, act[1], chi, lo[1], flux, &corr_lo, &corr_hi);
-      else
-        speed = swe_face_between(&kc, act[M], cact, hi[M], clo, flux, &corr_lo, &corr_hi);
-    } else {
-      speed = swe_face_between(&kc, act[f], act[f + 1], hi[f], lo[f + 1], flux, &corr_lo, &corr_hi);
-    }
-    amax = swe_max(amax, speed);
-    f0[c] = flux[0];
-    f1[c] = flux[1];
-    f2[c] = flux[2];
-    if (f > 0)
-      src[c - step] = src_prev - corr_lo;
-    if (f < M && act[f + 1])
-      src_prev = corr_hi + swe_bed_source(lo[f + 1], hi[f + 1], kc.g);
-    else
-      src_prev = 0;
-  }
-  return amax;
 }
 
-/* Fluxes of the computed leaves; with amax, the largest wave speeds per level (x, y). */
-static void fluxes(engine *e, double amax[][2]) {
+/* Fluxes of the listed leaves; with amax, the largest wave speeds per level (x, y). */
+static void cpu_fluxes(void *x, double amax[][2]) {
+  engine *e = x;
   int L = e->q.levels;
   double ax[TS_BUQ_MAX_LEVELS] = {0}, ay[TS_BUQ_MAX_LEVELS] = {0};
 #pragma omp parallel num_threads(e->threads)
@@ -465,10 +236,10 @@ static void fluxes(engine *e, double amax[][2]) {
     ts_real lx[TS_BUQ_MAX_LEVELS] = {0}, ly[TS_BUQ_MAX_LEVELS] = {0};
 #pragma omp for schedule(dynamic, 4)
     for (int n = 0; n < e->nlist; n++) {
-      int k = e->list[n], level = e->q.blocks[k].level;
+      int k = e->list[n], level = e->v.blocks[k].level;
       for (int line = 0; line < e->M; line++) {
-        lx[level] = swe_max(lx[level], sweep(e, k, line, 1));
-        ly[level] = swe_max(ly[level], sweep(e, k, line, 0));
+        lx[level] = swe_max(lx[level], buq_sweep(&e->v, k, line, 1));
+        ly[level] = swe_max(ly[level], buq_sweep(&e->v, k, line, 0));
       }
     }
 #pragma omp critical
@@ -482,161 +253,80 @@ static void fluxes(engine *e, double amax[][2]) {
       amax[l][0] = ax[l], amax[l][1] = ay[l];
 }
 
-/* ---------------------------------------------------------------- limiters and update */
-
-/* The mass fluxes of the two finer faces next to leaf k's cell `at` along `side`, as the fine
- * leaves stored them (the same bits as this leaf computed), and their cells' limiters. */
-static void fine_faces(const engine *e, int k, int side, int at, ts_real flux[2][3],
-                       ts_real drain[2]) {
-  for (int q = 0; q < 2; q++) {
-    int n, fi, fj;
-    fine_cell(e, k, side, at, q, &n, &fi, &fj);
-    if (n < 0) {
-      flux[q][0] = flux[q][1] = flux[q][2] = 0;
-      drain[q] = SWE_R(1);
-      continue;
-    }
-    /* the face between the fine cell and this leaf: east or north of it, or west or south */
-    int fx = side == TS_BUQ_WEST ? fi + 1 : fi, fy = side == TS_BUQ_SOUTH ? fj + 1 : fj;
-    int64_t face = cell_at(e, n, fx, fy);
-    ts_real *const *arr = side < 2 ? e->fx : e->fy;
-    for (int c3 = 0; c3 < 3; c3++)
-      flux[q][c3] = arr[c3][face];
-    drain[q] = e->drain[cell_at(e, n, fi, fj)];
-  }
-}
-
-/* Limiters and speed caps of leaf k's cells; a cell next to finer leaves counts the outflow of
- * each of their faces. */
-static void drain_leaf(const engine *e, int k, ts_real dt) {
-  const ts_buq_block *b = &e->q.blocks[k];
-  swe_arrays a = leaf_arrays(e, k);
-  swe_consts kc = level_consts(e, b->level);
+/* Limiters and speed caps of the listed leaves' cells, then of their first ghost ring. */
+static void cpu_limit(void *x, double dt) {
+  engine *e = x;
   int M = e->M;
-  for (int j = 0; j < M; j++)
-    for (int i = 0; i < M; i++) {
-      swe_idx c = local(e, i, j);
-      int sides[4] = {i == 0, i == M - 1, j == 0, j == M - 1}, finer = 0;
-      for (int s = 0; s < 4; s++)
-        finer |= sides[s] && b->side_relation[s] == TS_BUQ_FINER;
-      if (!finer) {
-        swe_drain_cell(&a, &kc, c, dt);
-        continue;
-      }
-      ts_real f[4] = {a.fx[0][c], a.fx[0][c + 1], a.fy[0][c], a.fy[0][c + e->W]};
-      for (int s = 0; s < 4; s++) {
-        if (!sides[s] || b->side_relation[s] != TS_BUQ_FINER)
-          continue;
-        ts_real ff[2][3], fd[2];
-        fine_faces(e, k, s, s < 2 ? j : i, ff, fd);
-        /* the water leaving this cell through each finer face */
-        int out_positive = s == TS_BUQ_EAST || s == TS_BUQ_NORTH;
-        ts_real out = SWE_R(0.5) * (swe_max(SWE_R(0), out_positive ? ff[0][0] : -ff[0][0]) +
-                                    swe_max(SWE_R(0), out_positive ? ff[1][0] : -ff[1][0]));
-        f[s] = out_positive ? out : -out;
-      }
-      const ts_real *cs = a.char_speed;
-      a.drain[c] = swe_drain_of(&kc, dt, f[0], f[1], f[2], f[3], a.w[c] - a.bed[c]);
-      ts_real ring = swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - e->W], cs[c + e->W]));
-      a.speed_cap[c] = swe_max(cs[c], ring);
-    }
+#pragma omp parallel for schedule(dynamic, 4) num_threads(e->threads)
+  for (int n = 0; n < e->nlist; n++)
+    for (int j = 0; j < M; j++)
+      for (int i = 0; i < M; i++)
+        buq_drain_cell(&e->v, e->list[n], i, j, (ts_real)dt);
+#pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
+  for (int n = 0; n < e->nlist; n++)
+    for (int side = 0; side < 4; side++)
+      for (int at = 0; at < M; at++)
+        buq_drain_ghost(&e->v, e->list[n], side, at);
 }
 
-/* The limiters of leaf k's first ghost ring: the neighbour's (same level), the coarse cell's
- * (coarser); 1 elsewhere (faces to finer leaves are limited by fine_faces). */
-static void drain_ghosts(const engine *e, int k) {
-  const ts_buq_block *b = &e->q.blocks[k];
-  int M = e->M;
-  for (int side = 0; side < 4; side++)
-    for (int at = 0; at < M; at++) {
-      int gi = side == TS_BUQ_WEST ? -1 : (side == TS_BUQ_EAST ? M : at);
-      int gj = side == TS_BUQ_SOUTH ? -1 : (side == TS_BUQ_NORTH ? M : at);
-      ts_real d = SWE_R(1);
-      if (b->side_relation[side] == TS_BUQ_SAME) {
-        int si = side == TS_BUQ_WEST ? M - 1 : (side == TS_BUQ_EAST ? 0 : gi);
-        int sj = side == TS_BUQ_SOUTH ? M - 1 : (side == TS_BUQ_NORTH ? 0 : gj);
-        d = e->drain[cell_at(e, b->side[side][0], si, sj)];
-      } else if (b->side_relation[side] == TS_BUQ_COARSER) {
-        int n, ci, cj;
-        coarse_cell(e, k, side, at, &n, &ci, &cj);
-        d = e->drain[cell_at(e, n, ci, cj)];
-      }
-      e->drain[cell_at(e, k, gi, gj)] = d;
-    }
-}
+static int cpu_bad; /* a non-finite value in this step's updates (one step at a time) */
 
-/* Euler stage of leaf k's active cells; faces to finer leaves get the mean of the fine faces'
- * fluxes, each limited by the limiter of the cell its water leaves. */
-static int update_leaf(const engine *e, int k, ts_real dt, int stage) {
-  const ts_buq_block *b = &e->q.blocks[k];
-  swe_arrays a = leaf_arrays(e, k);
-  swe_consts kc = level_consts(e, b->level);
+static void cpu_update(void *x, double dt, int stage) {
+  engine *e = x;
   int M = e->M, bad = 0;
-  for (int j = 0; j < M; j++)
-    for (int i = 0; i < M; i++) {
-      swe_idx c = local(e, i, j);
-      if (!a.active[c])
-        continue;
-      int sides[4] = {i == 0, i == M - 1, j == 0, j == M - 1}, finer = 0;
-      for (int s = 0; s < 4; s++)
-        finer |= sides[s] && b->side_relation[s] == TS_BUQ_FINER;
-      if (!finer) {
-        bad |= swe_update_cell(&a, &a, &kc, c, c, dt, stage);
-        continue;
-      }
-      swe_idx faces[4] = {c, c + 1, c, c + e->W};
-      ts_real limits[4] = {swe_face_limit(a.drain, a.fx[0][c], c - 1, c),
-                           swe_face_limit(a.drain, a.fx[0][c + 1], c, c + 1),
-                           swe_face_limit(a.drain, a.fy[0][c], c - e->W, c),
-                           swe_face_limit(a.drain, a.fy[0][c + e->W], c, c + e->W)};
-      for (int s = 0; s < 4; s++) {
-        if (!sides[s] || b->side_relation[s] != TS_BUQ_FINER)
-          continue;
-        ts_real ff[2][3], fd[2];
-        fine_faces(e, k, s, s < 2 ? j : i, ff, fd);
-        int fine_low = s == TS_BUQ_WEST || s == TS_BUQ_SOUTH; /* fine cells below this one */
-        ts_real sum[3] = {0, 0, 0};
-        for (int q = 0; q < 2; q++) {
-          ts_real m = ff[q][0];
-          /* m > 0 moves water towards +axis: out of the low cell */
-          ts_real lim = m > 0 ? (fine_low ? fd[q] : a.drain[c])
-                              : (m < 0 ? (fine_low ? a.drain[c] : fd[q]) : SWE_R(1));
-          for (int c3 = 0; c3 < 3; c3++)
-            sum[c3] += lim * ff[q][c3];
-        }
-        ts_real *const *arr = s < 2 ? a.fx : a.fy;
-        for (int c3 = 0; c3 < 3; c3++)
-          arr[c3][faces[s]] = SWE_R(0.5) * sum[c3];
-        limits[s] = SWE_R(1);
-      }
-      bad |= swe_update_cell_limited(&a, &a, &kc, c, c, dt, stage, limits);
-    }
+#pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(e->threads)
+  for (int n = 0; n < e->nlist; n++)
+    for (int j = 0; j < M; j++)
+      for (int i = 0; i < M; i++)
+        if (e->v.active[cell_at(e, e->list[n], i, j)])
+          bad |= buq_update_cell(&e->v, e->list[n], i, j, (ts_real)dt, stage);
+  cpu_bad |= bad;
+}
+
+static int cpu_take_bad(void *x) {
+  (void)x;
+  int bad = cpu_bad;
+  cpu_bad = 0;
   return bad;
 }
 
+/* The flood maps of the listed leaves at time t after a step of dt. */
+static void cpu_record(void *x, double t, double dt) {
+  engine *e = x;
+#pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
+  for (int n = 0; n < e->nlist; n++)
+    for (int j = 0; j < e->M; j++)
+      for (int i = 0; i < e->M; i++)
+        buq_record_cell(&e->v, e->list[n], i, j, t, dt);
+}
+
+static const swe_buq_passes cpu_passes = {
+    NULL,       NULL,       NULL,      NULL,       NULL,         cpu_wet,   cpu_set_list,
+    cpu_ghosts, cpu_fluxes, cpu_limit, cpu_update, cpu_take_bad, cpu_record};
+
 /* ---------------------------------------------------------------- steps */
 
-static int leaf_wet(const engine *e, int k) {
-  for (int j = 0; j < e->M; j++)
-    for (int i = 0; i < e->M; i++) {
-      int64_t c = cell_at(e, k, i, j);
-      if (e->active[c] && e->w[c] > e->bed[c])
-        return 1;
-    }
-  return 0;
+/* The host arrays brought up to date with the device's (GPU backend). */
+static void to_host(const engine *ec) {
+  engine *e = (engine *)ec;
+  if (e->host_stale && e->ops->download)
+    e->ops->download(e->x, &e->v);
+  e->host_stale = 0;
 }
 
 /* The leaves of this step (early exit: those holding water or touching a leaf that does, as
- * water moves less than a cell per stage), by level from the coarsest; leaves dropped from
+ * water moves less than a cell per stage), by level from the coarsest; the leaves dropped from
  * the list get zero fluxes, as their neighbours read them. */
-static void choose_leaves(engine *e) {
+static ts_status choose_leaves(engine *e) {
   int nb = e->q.nblocks;
   unsigned char *wet = malloc((size_t)nb);
   if (!wet)
-    return;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(e->threads)
-  for (int k = 0; k < nb; k++)
-    wet[k] = !e->p.early_exit || leaf_wet(e, k);
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  if (e->p.early_exit)
+    e->ops->wet(e->x, wet);
+  else
+    memset(wet, 1, (size_t)nb);
+  e->ndropped = 0;
   for (int k = 0; k < nb; k++) {
     const ts_buq_block *b = &e->q.blocks[k];
     int on = wet[k];
@@ -645,15 +335,8 @@ static void choose_leaves(engine *e) {
         on = b->side[s][q] >= 0 && wet[b->side[s][q]];
     for (int c = 0; c < 4 && !on; c++)
       on = b->corner[c] >= 0 && wet[b->corner[c]];
-    if (!on && e->computed[k]) {
-      int64_t o = (int64_t)k * e->P;
-      for (int c3 = 0; c3 < 3; c3++) {
-        memset(e->fx[c3] + o, 0, sizeof(ts_real) * (size_t)e->P);
-        memset(e->fy[c3] + o, 0, sizeof(ts_real) * (size_t)e->P);
-      }
-      for (int64_t c = 0; c < e->P; c++)
-        e->drain[o + c] = SWE_R(1);
-    }
+    if (!on && e->computed[k])
+      e->dropped[e->ndropped++] = k;
     e->computed[k] = (unsigned char)on;
   }
   free(wet);
@@ -662,72 +345,41 @@ static void choose_leaves(engine *e) {
     for (int k = 0; k < nb; k++)
       if (e->computed[k] && e->q.blocks[k].level == level)
         e->list[e->nlist++] = k;
-}
-
-/* The flood maps of the computed leaves at time e->t after a step of dt. */
-static void record_maps(engine *e, double dt) {
-  int MM = e->M * e->M;
-  swe_maps m = {e->max_h,
-                e->max_speed,
-                e->arrival,
-                e->max_eta,
-                e->duration,
-                e->max_hazard,
-                e->p.arrival_depth,
-                e->t,
-                dt,
-                (ts_real)e->p.dry_depth,
-                (ts_real)(0.01 * e->p.dry_depth)};
-#pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int n = 0; n < e->nlist; n++) {
-    int k = e->list[n];
-    for (int j = 0; j < e->M; j++)
-      for (int i = 0; i < e->M; i++) {
-        int64_t c = cell_at(e, k, i, j);
-        if (e->active[c])
-          swe_record_cell(&m, (swe_idx)k * MM + i + e->M * j, e->w[c], e->bed[c], e->hu[c],
-                          e->hv[c]);
-      }
-  }
+  e->ops->set_list(e->x, e->list, e->nlist, e->dropped, e->ndropped);
+  return TS_OK;
 }
 
 static ts_status engine_step(void *ev, double t, double target, double *dt_out, double *t_after) {
   engine *e = ev;
-  int stages = e->p.rk_order == 1 ? 1 : 2, bad = 0;
+  int stages = e->p.rk_order == 1 ? 1 : 2;
   double dt = 0;
-  choose_leaves(e);
+  TS_CALL(choose_leaves(e));
   for (int stage = 0; stage < stages; stage++) {
-    fill_ghosts(e);
+    e->ops->ghosts(e->x);
     if (stage == 0) {
       double amax[TS_BUQ_MAX_LEVELS][2];
-      fluxes(e, amax);
+      e->ops->fluxes(e->x, amax);
       /* the step of the finest cells: wave speeds in finest cells per second */
       double ax = 0, ay = 0;
       for (int l = 0; l < e->q.levels; l++) {
         ax = fmax(ax, ldexp(amax[l][0], -l));
         ay = fmax(ay, ldexp(amax[l][1], -l));
       }
-      dt = swe_time_step(ax, ay, e->p.cfl, e->dx0, e->dx0, INFINITY, t, target,
+      dt = swe_time_step(ax, ay, e->p.cfl, e->v.dx0, e->v.dx0, INFINITY, t, target,
                          e->p.precision == TS_DOUBLE, t_after);
       if (!(dt > 0))
         return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, t);
     } else {
-      fluxes(e, NULL);
+      e->ops->fluxes(e->x, NULL);
     }
-#pragma omp parallel for schedule(dynamic, 4) num_threads(e->threads)
-    for (int n = 0; n < e->nlist; n++)
-      drain_leaf(e, e->list[n], (ts_real)dt);
-#pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-    for (int n = 0; n < e->nlist; n++)
-      drain_ghosts(e, e->list[n]);
-#pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(e->threads)
-    for (int n = 0; n < e->nlist; n++)
-      bad |= update_leaf(e, e->list[n], (ts_real)dt, stage);
+    e->ops->limit(e->x, dt);
+    e->ops->update(e->x, dt, stage);
   }
   e->t = *t_after;
-  record_maps(e, dt);
+  e->ops->record(e->x, e->t, dt);
+  e->host_stale = e->ops != &cpu_passes;
   *dt_out = dt;
-  if (bad)
+  if (e->ops->take_bad(e->x))
     return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s", t);
   return TS_OK;
 }
@@ -738,21 +390,18 @@ static void engine_destroy(void *ev) {
   engine *e = ev;
   if (!e)
     return;
-  ts_real **arrays[] = {&e->w,      &e->hu,    &e->hv,    &e->w_carry,    &e->w0,        &e->hu0,
-                        &e->hv0,    &e->u,     &e->v,     &e->char_speed, &e->speed_cap, &e->drain,
-                        &e->corner, &e->bed,   &e->fx[0], &e->fx[1],      &e->fx[2],     &e->fy[0],
-                        &e->fy[1],  &e->fy[2], &e->src_x, &e->src_y};
-  for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
+  if (e->ops && e->ops->release)
+    e->ops->release(e->x);
+  ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&e->v);
+  for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
     free(*arrays[k]);
-  free(e->active);
-  free(e->max_h);
-  free(e->max_speed);
-  free(e->arrival);
-  free(e->max_eta);
-  free(e->duration);
-  free(e->max_hazard);
+  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&e->v);
+  for (int k = 0; k < SWE_BUQ_NMAPS; k++)
+    free(*maps[k]);
+  free(e->v.active);
   free(e->computed);
   free(e->list);
+  free(e->dropped);
   ts_buq_destroy(&e->q);
   free(e);
 }
@@ -815,16 +464,27 @@ static void all_leaves(engine *e) {
     e->list[e->nlist++] = k;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
   for (int k = 0; k < e->q.nblocks; k++) {
-    swe_arrays a = leaf_arrays(e, k);
-    swe_consts kc = level_consts(e, e->q.blocks[k].level);
+    swe_arrays a = buq_leaf_arrays(&e->v, k);
+    swe_consts kc = buq_consts(&e->v, e->q.blocks[k].level);
     for (int j = 0; j < e->M; j++)
       for (int i = 0; i < e->M; i++)
         swe_cell_velocity(&a, &kc, local(e, i, j));
   }
 }
 
+/* The state set on the host (creation, surface, checkpoint) taken by the passes: the CPU's
+ * ghosts and maps, or a copy to the device. */
+static void state_changed(engine *e) {
+  all_leaves(e);
+  if (e->ops->upload) {
+    e->ops->set_list(e->x, e->list, e->nlist, NULL, 0);
+    e->ops->upload(e->x, &e->v);
+  }
+  e->host_stale = 0;
+}
+
 static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inputs *in,
-                               const ts_raster *surface, int threads) {
+                               const ts_raster *surface, int threads, int device) {
   const ts_raster *bed = in->bed;
   int nx = bed->ncols, ny = bed->nrows;
   engine *e = calloc(1, sizeof *e);
@@ -834,7 +494,8 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
   if (st == TS_OK) {
     e->p = *p;
     e->threads = threads;
-    e->dx0 = bed->cellsize;
+    e->ops = &cpu_passes;
+    e->x = e;
     for (int64_t c = 0; c < (int64_t)nx * ny; c++)
       valid[c] = !ts_raster_is_nodata(bed, bed->v[c]);
     st = wanted_widths(p, in, surface, &target);
@@ -850,36 +511,57 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
   e->M = e->q.block;
   e->W = e->M + 2 * G + 1;
   e->P = (int64_t)e->W * e->W;
-  e->origin = G + (int64_t)G * e->W;
+  e->v = (swe_buq_view){.blocks = e->q.blocks,
+                        .M = e->M,
+                        .W = e->W,
+                        .P = (int)e->P,
+                        .origin = G + G * e->W,
+                        .dx0 = bed->cellsize,
+                        .gravity = p->gravity,
+                        .theta = p->theta,
+                        .dry_depth = p->dry_depth,
+                        .friction_value = p->friction_value,
+                        .arrival_depth = p->arrival_depth,
+                        .friction_kind = (int)p->friction,
+                        .rk_order = p->rk_order};
   size_t nb = (size_t)e->q.nblocks, cells = nb * (size_t)e->P, leaf_cells = nb * e->M * e->M;
-  ts_real **arrays[NARRAYS] = {&e->w,         &e->hu,    &e->hv,     &e->w_carry, &e->w0,
-                               &e->hu0,       &e->hv0,   &e->u,      &e->v,       &e->char_speed,
-                               &e->speed_cap, &e->drain, &e->corner, &e->bed,     &e->fx[0],
-                               &e->fx[1],     &e->fx[2], &e->fy[0],  &e->fy[1],   &e->fy[2],
-                               &e->src_x,     &e->src_y};
+  ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&e->v);
+  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&e->v);
   int failed = 0;
-  for (int k = 0; k < NARRAYS; k++)
+  for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
     failed |= !(*arrays[k] = calloc(cells, sizeof(ts_real)));
-  failed |= !(e->active = calloc(cells, 1));
-  double **maps[] = {&e->max_h,   &e->max_speed, &e->arrival,
-                     &e->max_eta, &e->duration,  &e->max_hazard};
-  for (size_t k = 0; k < sizeof maps / sizeof maps[0]; k++)
+  for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     failed |= !(*maps[k] = calloc(leaf_cells, sizeof(double)));
-  failed |= !(e->computed = calloc(nb, 1)) || !(e->list = malloc(sizeof(int) * nb));
+  failed |= !(e->v.active = calloc(cells, 1));
+  failed |= !(e->computed = calloc(nb, 1)) || !(e->list = malloc(sizeof(int) * nb)) ||
+            !(e->dropped = malloc(sizeof(int) * nb));
   if (failed) {
     engine_destroy(e);
     return ts_error(TS_ERR_NOMEM, "swe: out of memory for %zu quadtree blocks", nb);
   }
   for (size_t c = 0; c < leaf_cells; c++)
-    e->arrival[c] = e->max_eta[c] = NAN;
+    e->v.arrival[c] = e->v.max_eta[c] = NAN;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
   for (int k = 0; k < e->q.nblocks; k++) {
     build_leaf(e, k, bed);
     init_leaf(e, k, in);
   }
   all_leaves(e);
-  fill_ghosts(e);
-  record_maps(e, 0);
+  cpu_ghosts(e);
+  cpu_record(e, 0, 0);
+#if TESSERA_HAVE_CUDA
+  if (device >= 0) {
+    st = SWE_BUQ_GPU.attach(&e->x, &e->v, e->q.nblocks, e->q.levels, device);
+    if (st != TS_OK) {
+      engine_destroy(e);
+      return st;
+    }
+    e->ops = &SWE_BUQ_GPU;
+    state_changed(e);
+  }
+#else
+  (void)device;
+#endif
   *out = e;
   return TS_OK;
 }
@@ -889,10 +571,11 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
 static void engine_set_surface(void *ev, const ts_raster *eta) {
   engine *e = ev;
   int M = e->M;
+  to_host(e);
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
   for (int k = 0; k < e->q.nblocks; k++) {
     const ts_buq_block *b = &e->q.blocks[k];
-    swe_arrays a = leaf_arrays(e, k);
+    swe_arrays a = buq_leaf_arrays(&e->v, k);
     for (int j = 0; j < M; j++)
       for (int i = 0; i < M; i++) {
         swe_idx c = local(e, i, j);
@@ -907,53 +590,89 @@ static void engine_set_surface(void *ev, const ts_raster *eta) {
   }
   size_t leaf_cells = (size_t)e->q.nblocks * M * M;
   for (size_t c = 0; c < leaf_cells; c++) {
-    e->max_h[c] = e->max_speed[c] = e->duration[c] = e->max_hazard[c] = 0;
-    e->arrival[c] = e->max_eta[c] = NAN;
+    e->v.max_h[c] = e->v.max_speed[c] = e->v.duration[c] = e->v.max_hazard[c] = 0;
+    e->v.arrival[c] = e->v.max_eta[c] = NAN;
   }
   all_leaves(e);
-  record_maps(e, 0);
+  cpu_record(e, e->t, 0);
+  state_changed(e);
 }
 
 /* ---------------------------------------------------------------- access */
 
 static double cell_value(const engine *e, ts_swe_var var, int k, int i, int j) {
   int64_t c = cell_at(e, k, i, j), m = (int64_t)k * e->M * e->M + i + (int64_t)e->M * j;
-  if (!e->active[c])
+  if (!e->v.active[c])
     return NAN;
-  double h = (double)swe_max(SWE_R(0), e->w[c] - e->bed[c]), u = 0, v = 0;
+  double h = (double)swe_max(SWE_R(0), e->v.w[c] - e->v.bed[c]), u = 0, v = 0;
   if (h > e->p.dry_depth)
-    u = (double)e->u[c], v = (double)e->v[c];
+    u = (double)e->v.u[c], v = (double)e->v.v[c];
   switch (var) {
   case TS_SWE_H: return h;
-  case TS_SWE_HU: return (double)e->hu[c];
-  case TS_SWE_HV: return (double)e->hv[c];
-  case TS_SWE_ETA: return (double)e->w[c];
-  case TS_SWE_BED: return (double)e->bed[c];
+  case TS_SWE_HU: return (double)e->v.hu[c];
+  case TS_SWE_HV: return (double)e->v.hv[c];
+  case TS_SWE_ETA: return (double)e->v.w[c];
+  case TS_SWE_BED: return (double)e->v.bed[c];
   case TS_SWE_U: return u;
   case TS_SWE_V: return v;
   case TS_SWE_SPEED: return sqrt(u * u + v * v);
-  case TS_SWE_MAX_H: return e->max_h[m];
-  case TS_SWE_MAX_SPEED: return e->max_speed[m];
-  case TS_SWE_ARRIVAL: return e->arrival[m];
-  case TS_SWE_MAX_ETA: return e->max_eta[m];
-  case TS_SWE_DURATION: return e->duration[m];
-  case TS_SWE_MAX_HAZARD: return e->max_hazard[m];
+  case TS_SWE_MAX_H: return e->v.max_h[m];
+  case TS_SWE_MAX_SPEED: return e->v.max_speed[m];
+  case TS_SWE_ARRIVAL: return e->v.arrival[m];
+  case TS_SWE_MAX_ETA: return e->v.max_eta[m];
+  case TS_SWE_DURATION: return e->v.duration[m];
+  case TS_SWE_MAX_HAZARD: return e->v.max_hazard[m];
   case TS_SWE_LOSS: return 0;
   }
   return NAN;
 }
 
-static double engine_value(const void *ev, ts_swe_var var, int i, int j) {
-  const engine *e = ev;
+/* The leaf and cell covering finest cell (i, j): -1 outside. */
+static int leaf_cell(const engine *e, int i, int j, int *li, int *lj) {
   int k = ts_buq_find(&e->q, i, j);
-  if (k < 0)
-    return NAN;
-  const ts_buq_block *b = &e->q.blocks[k];
-  return cell_value(e, var, k, (i >> b->level) - b->bi * e->M, (j >> b->level) - b->bj * e->M);
+  if (k >= 0) {
+    const ts_buq_block *b = &e->q.blocks[k];
+    *li = (i >> b->level) - b->bi * e->M, *lj = (j >> b->level) - b->bj * e->M;
+  }
+  return k;
+}
+
+/* Values at finest cells (i[q], j[q]) (NaN outside or inactive). With the state on the device,
+ * only those cells come back (gauges read a few cells after every step). */
+static void engine_probe(const void *ev, int n, const int *i, const int *j, const ts_swe_var *var,
+                         double *out) {
+  engine *e = (engine *)ev;
+  int64_t *cells = malloc(sizeof(int64_t) * 2 * (size_t)(n > 0 ? n : 1));
+  int m = 0;
+  if (!cells || !e->host_stale || !e->ops->read_cells) {
+    to_host(e);
+  } else {
+    for (int q = 0; q < n; q++) {
+      int li, lj, k = leaf_cell(e, i[q], j[q], &li, &lj);
+      if (k < 0)
+        continue;
+      cells[2 * m] = cell_at(e, k, li, lj);
+      cells[2 * m + 1] = (int64_t)k * e->M * e->M + li + (int64_t)e->M * lj;
+      m++;
+    }
+    e->ops->read_cells(e->x, &e->v, m, cells);
+  }
+  free(cells);
+  for (int q = 0; q < n; q++) {
+    int li, lj, k = leaf_cell(e, i[q], j[q], &li, &lj);
+    out[q] = k < 0 ? NAN : cell_value(e, var[q], k, li, lj);
+  }
+}
+
+static double engine_value(const void *ev, ts_swe_var var, int i, int j) {
+  double v;
+  engine_probe(ev, 1, &i, &j, &var, &v);
+  return v;
 }
 
 static void engine_get(const void *ev, ts_swe_var var, double *out) {
   const engine *e = ev;
+  to_host(e);
   int nx = e->q.nx, ny = e->q.ny, M = e->M;
   for (int64_t c = 0; c < (int64_t)nx * ny; c++)
     out[c] = NAN;
@@ -974,28 +693,30 @@ static void engine_get(const void *ev, ts_swe_var var, double *out) {
 
 static void engine_volume(const void *ev, ts_exact_sum *sum) {
   const engine *e = ev;
+  to_host(e);
   for (int k = 0; k < e->q.nblocks; k++) {
     double area = ldexp(1.0, 2 * e->q.blocks[k].level);
     for (int j = 0; j < e->M; j++)
       for (int i = 0; i < e->M; i++) {
         int64_t c = cell_at(e, k, i, j);
-        if (!e->active[c])
+        if (!e->v.active[c])
           continue;
-        ts_exact_sum_add(sum, ((double)e->w[c] - (double)e->bed[c]) * area);
-        ts_exact_sum_add(sum, (double)e->w_carry[c] * area);
+        ts_exact_sum_add(sum, ((double)e->v.w[c] - (double)e->v.bed[c]) * area);
+        ts_exact_sum_add(sum, (double)e->v.w_carry[c] * area);
       }
   }
 }
 
 static int64_t engine_wet_cells(const void *ev) {
   const engine *e = ev;
+  to_host(e);
   int64_t n = 0;
   ts_real dry = (ts_real)e->p.dry_depth;
   for (int k = 0; k < e->q.nblocks; k++)
     for (int j = 0; j < e->M; j++)
       for (int i = 0; i < e->M; i++) {
         int64_t c = cell_at(e, k, i, j);
-        n += e->active[c] && e->w[c] - e->bed[c] > dry;
+        n += e->v.active[c] && e->v.w[c] - e->v.bed[c] > dry;
       }
   return n;
 }
@@ -1022,11 +743,11 @@ static void engine_stats(const void *ev, ts_swe_grid_stats *out) {
   out->cells_uniform_finest = (int64_t)e->q.nx * e->q.ny;
   /* the windows' arrays and maps against a part's (each of its arrays: its cells plus its
    * frame, here taken as the cells alone) */
-  double per_window = (double)e->P * (NARRAYS * sizeof(ts_real) + 1);
+  double per_window = (double)e->P * (SWE_BUQ_NARRAYS * sizeof(ts_real) + 1);
   double per_leaf_cell = 6 * sizeof(double);
   out->bytes = e->q.nblocks * per_window + (double)out->cells * per_leaf_cell;
-  out->bytes_uniform_finest =
-      (double)out->cells_uniform_finest * (NARRAYS * sizeof(ts_real) + 1 + 11 * sizeof(double));
+  out->bytes_uniform_finest = (double)out->cells_uniform_finest *
+                              (SWE_BUQ_NARRAYS * sizeof(ts_real) + 1 + 11 * sizeof(double));
 }
 
 /* Checkpoint: the state (w, hu, hv, w_carry) of every leaf cell, then the six maps. */
@@ -1038,8 +759,9 @@ static size_t engine_state_bytes(const void *ev) {
 
 static void engine_save(const void *ev, void *blob) {
   const engine *e = ev;
+  to_host(e);
   char *p = blob;
-  const ts_real *state[4] = {e->w, e->hu, e->hv, e->w_carry};
+  const ts_real *state[4] = {e->v.w, e->v.hu, e->v.hv, e->v.w_carry};
   for (int a = 0; a < 4; a++)
     for (int k = 0; k < e->q.nblocks; k++)
       for (int j = 0; j < e->M; j++) {
@@ -1047,8 +769,8 @@ static void engine_save(const void *ev, void *blob) {
         p += sizeof(ts_real) * (size_t)e->M;
       }
   size_t cells = (size_t)e->q.nblocks * e->M * e->M;
-  const double *maps[6] = {e->max_h,   e->max_speed, e->arrival,
-                           e->max_eta, e->duration,  e->max_hazard};
+  const double *maps[6] = {e->v.max_h,   e->v.max_speed, e->v.arrival,
+                           e->v.max_eta, e->v.duration,  e->v.max_hazard};
   for (int m = 0; m < 6; m++) {
     memcpy(p, maps[m], sizeof(double) * cells);
     p += sizeof(double) * cells;
@@ -1058,7 +780,8 @@ static void engine_save(const void *ev, void *blob) {
 static void engine_load(void *ev, const void *blob) {
   engine *e = ev;
   const char *p = blob;
-  ts_real *state[4] = {e->w, e->hu, e->hv, e->w_carry};
+  to_host(e); /* the ghosts and the rest the blob does not hold */
+  ts_real *state[4] = {e->v.w, e->v.hu, e->v.hv, e->v.w_carry};
   for (int a = 0; a < 4; a++)
     for (int k = 0; k < e->q.nblocks; k++)
       for (int j = 0; j < e->M; j++) {
@@ -1066,15 +789,16 @@ static void engine_load(void *ev, const void *blob) {
         p += sizeof(ts_real) * (size_t)e->M;
       }
   size_t cells = (size_t)e->q.nblocks * e->M * e->M;
-  double *maps[6] = {e->max_h, e->max_speed, e->arrival, e->max_eta, e->duration, e->max_hazard};
+  double *maps[6] = {e->v.max_h,   e->v.max_speed, e->v.arrival,
+                     e->v.max_eta, e->v.duration,  e->v.max_hazard};
   for (int m = 0; m < 6; m++) {
     memcpy(maps[m], p, sizeof(double) * cells);
     p += sizeof(double) * cells;
   }
-  all_leaves(e);
+  state_changed(e);
 }
 
 const swe_buq_ops SWE_BUQ_OPS = {
-    engine_create,      engine_destroy, engine_set_surface, engine_step,          engine_value,
-    engine_get,         engine_volume,  engine_wet_cells,   engine_active_blocks, engine_stats,
-    engine_state_bytes, engine_save,    engine_load};
+    engine_create, engine_destroy,     engine_set_surface, engine_step,      engine_value,
+    engine_probe,  engine_get,         engine_volume,      engine_wet_cells, engine_active_blocks,
+    engine_stats,  engine_state_bytes, engine_save,        engine_load};

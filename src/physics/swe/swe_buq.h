@@ -16,9 +16,9 @@
 typedef struct swe_buq_ops {
   /* Builds the grid from the bed and the rules of p->grid, and the state from `in` (h0, hu0,
    * hv0; friction must be NULL). surface: the water surface the rule refine_water looks at
-   * (NULL: h0's depths). */
+   * (NULL: h0's depths). device: the CUDA device that takes the passes, -1: the CPU. */
   ts_status (*create)(void **out, const ts_swe_params *p, const swe_inputs *in,
-                      const ts_raster *surface, int threads);
+                      const ts_raster *surface, int threads, int device);
   void (*destroy)(void *e);
   void (*set_surface)(void *e, const ts_raster *eta);
   /* One step from t towards target (shortened to land on it): *dt the step, *t_after the time
@@ -27,6 +27,9 @@ typedef struct swe_buq_ops {
   /* The value of var at finest cell (i, j) inside the grid: that of the leaf cell covering it
    * (NaN where inactive). */
   double (*value)(const void *e, ts_swe_var var, int i, int j);
+  /* Values of var[q] at finest cells (i[q], j[q]) (NaN outside or inactive). */
+  void (*probe)(const void *e, int n, const int *i, const int *j, const ts_swe_var *var,
+                double *out);
   /* The whole finest grid, out[i + nx j]. */
   void (*get)(const void *e, ts_swe_var var, double *out);
   /* Water volume in finest-cell units (m3 over the finest cell's area), summed exactly. */
@@ -39,6 +42,37 @@ typedef struct swe_buq_ops {
   void (*save)(const void *e, void *blob);
   void (*load)(void *e, const void *blob);
 } swe_buq_ops;
+
+/* The passes of a step, on the CPU (swe_buq.c, x: the engine) or a CUDA device (swe_buq.cu, x:
+ * its mirror of the arrays); view: the engine's swe_buq_view (swe_buq_leaf.h) of the
+ * precision. attach makes the device's mirror, upload and download copy the state, velocities
+ * and maps, read_cells those of a few cells (the CPU has none of them); wet marks the leaves
+ * holding water; set_list gives the leaves of the step (by level from the coarsest) and those
+ * dropped from it (their fluxes zeroed); ghosts, fluxes (with amax: the largest wave speeds per
+ * level, x and y), limit (limiters of the cells and their first ghost ring), update and record are
+ * the passes of engine_step; take_bad returns and clears the non-finite flag of the updates. */
+typedef struct swe_buq_passes {
+  ts_status (*attach)(void **x, const void *view, int nblocks, int levels, int device);
+  void (*release)(void *x);
+  void (*upload)(void *x, const void *view);
+  void (*download)(void *x, void *view);
+  /* n cells only: cells[2q] the window element, cells[2q + 1] the maps' element (state,
+   * velocities and maps into the host's view) */
+  void (*read_cells)(void *x, void *view, int n, const int64_t *cells);
+  void (*wet)(void *x, unsigned char *wet);
+  void (*set_list)(void *x, const int *list, int n, const int *dropped, int ndropped);
+  void (*ghosts)(void *x);
+  void (*fluxes)(void *x, double amax[][2]);
+  void (*limit)(void *x, double dt);
+  void (*update)(void *x, double dt, int stage);
+  int (*take_bad)(void *x);
+  void (*record)(void *x, double t, double dt);
+} swe_buq_passes;
+
+#if TESSERA_HAVE_CUDA
+extern const swe_buq_passes swe_buq_gpu_float;
+extern const swe_buq_passes swe_buq_gpu_double;
+#endif
 
 extern const swe_buq_ops swe_buq_ops_float;
 extern const swe_buq_ops swe_buq_ops_double;

@@ -1,0 +1,386 @@
+/* CUDA passes of the shallow-water block engine on quadtree grids (swe_buq.h), compiled once per
+ * precision: TS_REAL_DOUBLE=0 defines swe_buq_gpu_float, 1 swe_buq_gpu_double. A mirror in
+ * device memory of the engine's arrays (swe_buq_leaf.h's view) takes the passes of a step as
+ * kernels that call the view's functions, the same code as the CPU loops, built without fused
+ * multiply-add: both backends give the same bits. A thread per ghost cell, per line of a leaf
+ * (the sweeps: one thread marches a row or a column of M + 2 cells), per cell (limiters,
+ * update, maps); the leaves of the step are a list in device memory, by level from the
+ * coarsest, so the prolongations run level by level. The host reads back the leaves holding
+ * water (early exit), the wave speeds of each level (the time step) and the non-finite flag. */
+#include "physics/swe/swe_gpu.cuh"
+
+extern "C" {
+#include "physics/swe/swe_buq.h"
+}
+#include "physics/swe/swe_buq_leaf.h"
+
+#if TS_REAL_DOUBLE
+#define SWE_BUQ_GPU swe_buq_gpu_double
+#else
+#define SWE_BUQ_GPU swe_buq_gpu_float
+#endif
+
+enum { THREADS = 256 };
+
+/* The device's mirror: the view on device arrays, the list of the step's leaves and its range
+ * per level, the leaves' levels on the host, and the read-back buffers. */
+typedef struct gpu_state {
+  int device, nblocks, levels;
+  swe_buq_view d;
+  ts_buq_block *blocks;
+  int *list, *dropped, nlist;
+  int level_first[TS_BUQ_MAX_LEVELS], level_count[TS_BUQ_MAX_LEVELS];
+  int *level_of; /* host: each leaf's level */
+  unsigned char *wet;
+  swe_bits *amax; /* 2 per level: x, y */
+  int *bad;
+  char *probe; /* read_cells: the cells, then their values (device), grown as needed */
+  size_t probe_bytes;
+} gpu_state;
+
+static inline int grid_of(long n) { return (int)((n + THREADS - 1) / THREADS); }
+
+/* ------------------------------------------------------------------ kernels */
+
+static __global__ void k_wet(swe_buq_view v, int nblocks, unsigned char *wet) {
+  int k = blockIdx.x, M = v.M, any = 0;
+  for (int c = threadIdx.x; c < M * M; c += blockDim.x)
+    any |= buq_wet_cell(&v, k, c % M, c / M);
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0 && k < nblocks)
+    wet[k] = (unsigned char)any;
+}
+
+/* Dropped leaves: zero fluxes and limiters 1 (their neighbours read them). */
+static __global__ void k_drop(swe_buq_view v, const int *dropped, int n) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= (long)n * v.P)
+    return;
+  swe_idx e = (swe_idx)dropped[t / v.P] * v.P + (swe_idx)(t % v.P);
+  for (int c = 0; c < 3; c++)
+    v.fx[c][e] = v.fy[c][e] = 0;
+  v.drain[e] = SWE_R(1);
+}
+
+/* Copies and restrictions: a thread per (leaf, side, layer, position). */
+static __global__ void k_fill(swe_buq_view v, const int *list, int n) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), M = v.M;
+  int per = 4 * SWE_GHOST * M;
+  if (t >= n * per)
+    return;
+  int k = list[t / per], r = t % per, side = r / (SWE_GHOST * M);
+  r %= SWE_GHOST * M;
+  if (v.blocks[k].side_relation[side] != TS_BUQ_COARSER)
+    buq_fill_ghost(&v, k, side, r / M, r % M);
+}
+
+/* Prolongations of the leaves list[first .. first + n): a thread per (leaf, side, coarse cell). */
+static __global__ void k_coarser(swe_buq_view v, const int *list, int first, int n) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), half = v.M / 2;
+  if (t >= n * 4 * half)
+    return;
+  int k = list[first + t / (4 * half)], side = (t / half) % 4;
+  if (v.blocks[k].side_relation[side] == TS_BUQ_COARSER)
+    buq_fill_coarser(&v, k, side, t % half);
+}
+
+/* Velocities of the ghost cells: a thread per (leaf, cell of its window's frame). */
+static __global__ void k_ghost_velocity(swe_buq_view v, const int *list, int n) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), M = v.M, side = M + 2 * SWE_GHOST;
+  if (t >= n * side * side)
+    return;
+  int k = list[t / (side * side)], c = t % (side * side);
+  int i = c % side - SWE_GHOST, j = c / side - SWE_GHOST;
+  if (i >= 0 && j >= 0 && i < M && j < M)
+    return;
+  swe_arrays a = buq_leaf_arrays(&v, k);
+  swe_consts kc = buq_consts(&v, v.blocks[k].level);
+  swe_cell_velocity(&a, &kc, buq_local(&v, i, j));
+}
+
+/* The sweeps: a thread per (leaf, axis, line), M lines of one axis in consecutive lanes; the
+ * wave speeds reduced over those M lanes, then an atomic maximum per level and axis. */
+static __global__ void k_sweep(swe_buq_view v, const int *list, int n, swe_bits *amax) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), M = v.M;
+  int k = -1, line = t % M, x_axis = (t / M) % 2;
+  ts_real speed = 0;
+  if (t < n * 2 * M) {
+    k = list[t / (2 * M)];
+    speed = buq_sweep(&v, k, line, x_axis);
+  }
+  if (!amax)
+    return;
+  for (int off = M / 2; off > 0; off /= 2)
+    speed = swe_max(speed, __shfl_xor_sync(0xffffffffu, speed, off));
+  if (k >= 0 && line == 0 && speed > 0)
+    atomicMax(&amax[2 * v.blocks[k].level + (x_axis ? 0 : 1)], swe_to_bits(speed));
+}
+
+static __global__ void k_limit(swe_buq_view v, const int *list, int n, ts_real dt) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
+  if (t < n * MM)
+    buq_drain_cell(&v, list[t / MM], (t % MM) % v.M, (t % MM) / v.M, dt);
+}
+
+static __global__ void k_limit_ghosts(swe_buq_view v, const int *list, int n) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), per = 4 * v.M;
+  if (t < n * per)
+    buq_drain_ghost(&v, list[t / per], (t % per) / v.M, (t % per) % v.M);
+}
+
+static __global__ void k_update(swe_buq_view v, const int *list, int n, ts_real dt, int stage,
+                                int *bad) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
+  if (t >= n * MM)
+    return;
+  int k = list[t / MM], i = (t % MM) % v.M, j = (t % MM) / v.M;
+  if (v.active[buq_cell(&v, k, i, j)] && buq_update_cell(&v, k, i, j, dt, stage))
+    *bad = 1;
+}
+
+static __global__ void k_record(swe_buq_view v, const int *list, int n, double t_now, double dt) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
+  if (t < n * MM)
+    buq_record_cell(&v, list[t / MM], (t % MM) % v.M, (t % MM) / v.M, t_now, dt);
+}
+
+/* The maps and state of n cells (window element, maps' element) into `out`, 11 doubles per
+ * cell: the 6 maps, then w, hu, hv, u, v in the working precision. */
+static __global__ void k_gather(swe_buq_view v, const long long *cells, int n, double *out) {
+  int q = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (q >= n)
+    return;
+  swe_idx c = (swe_idx)cells[2 * q], m = (swe_idx)cells[2 * q + 1];
+  double *d = out + 11 * q;
+  const double *maps[SWE_BUQ_NMAPS] = {v.max_h,   v.max_speed, v.arrival,
+                                       v.max_eta, v.duration,  v.max_hazard};
+  for (int k = 0; k < SWE_BUQ_NMAPS; k++)
+    d[k] = maps[k][m];
+  ts_real *r = (ts_real *)(d + 6);
+  r[0] = v.w[c], r[1] = v.hu[c], r[2] = v.hv[c], r[3] = v.u[c], r[4] = v.v[c];
+}
+
+/* ------------------------------------------------------------------ passes */
+
+static void gpu_release(void *x) {
+  gpu_state *g = (gpu_state *)x;
+  if (!g)
+    return;
+  cudaSetDevice(g->device);
+  ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&g->d);
+  for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
+    cudaFree(*arrays[k]);
+  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&g->d);
+  for (int k = 0; k < SWE_BUQ_NMAPS; k++)
+    cudaFree(*maps[k]);
+  cudaFree(g->d.active);
+  cudaFree(g->blocks);
+  cudaFree(g->list);
+  cudaFree(g->dropped);
+  cudaFree(g->wet);
+  cudaFree(g->amax);
+  cudaFree(g->bad);
+  cudaFree(g->probe);
+  free(g->level_of);
+  free(g);
+}
+
+/* Copies the arrays between the host's view and the device's (all of them: at creation, after
+ * a new surface or a checkpoint; back: the state, velocities and maps). */
+static void copy_arrays(gpu_state *g, swe_buq_view *h, int up) {
+  size_t cells = (size_t)g->nblocks * g->d.P, leaf_cells = (size_t)g->nblocks * g->d.M * g->d.M;
+  ts_real **dev[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&g->d);
+  ts_real **host[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(h);
+  int down[SWE_BUQ_NARRAYS] = {1, 1, 1, 1, 0, 0, 0, 1, 1, 1}; /* w .. w_carry, u, v, speed */
+  cudaSetDevice(g->device);
+  for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
+    if (up || down[k])
+      check(cudaMemcpy(up ? (void *)*dev[k] : (void *)*host[k], up ? (void *)*host[k] : *dev[k],
+                       cells * sizeof(ts_real),
+                       up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
+            "quadtree arrays");
+  double **dmaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&g->d);
+  double **hmaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(h);
+  for (int k = 0; k < SWE_BUQ_NMAPS; k++)
+    check(cudaMemcpy(up ? (void *)*dmaps[k] : (void *)*hmaps[k], up ? (void *)*hmaps[k] : *dmaps[k],
+                     leaf_cells * sizeof(double),
+                     up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
+          "quadtree maps");
+  if (up)
+    check(cudaMemcpy(g->d.active, h->active, cells, cudaMemcpyHostToDevice), "activity");
+}
+
+static void gpu_upload(void *x, const void *view) {
+  copy_arrays((gpu_state *)x, (swe_buq_view *)view, 1);
+}
+
+static void gpu_download(void *x, void *view) {
+  copy_arrays((gpu_state *)x, (swe_buq_view *)view, 0);
+}
+
+static void gpu_read_cells(void *x, void *view, int n, const int64_t *cells) {
+  gpu_state *g = (gpu_state *)x;
+  swe_buq_view *h = (swe_buq_view *)view;
+  size_t in = sizeof(long long) * 2 * n, bytes = in + sizeof(double) * 11 * n;
+  double *values = n > 0 ? (double *)malloc(sizeof(double) * 11 * n) : NULL;
+  if (!values)
+    return;
+  if (bytes > g->probe_bytes) {
+    cudaFree(g->probe);
+    check(cudaMalloc((void **)&g->probe, bytes), "probe buffer");
+    g->probe_bytes = bytes;
+  }
+  check(cudaMemcpy(g->probe, cells, in, cudaMemcpyHostToDevice), "probed cells");
+  k_gather<<<grid_of(n), THREADS>>>(g->d, (const long long *)g->probe, n,
+                                    (double *)(g->probe + in));
+  check(cudaMemcpy(values, g->probe + in, sizeof(double) * 11 * n, cudaMemcpyDeviceToHost),
+        "probed values");
+  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(h);
+  for (int q = 0; q < n; q++) {
+    const double *d = values + 11 * q;
+    for (int k = 0; k < SWE_BUQ_NMAPS; k++)
+      (*maps[k])[cells[2 * q + 1]] = d[k];
+    const ts_real *r = (const ts_real *)(d + 6);
+    int64_t c = cells[2 * q];
+    h->w[c] = r[0], h->hu[c] = r[1], h->hv[c] = r[2], h->u[c] = r[3], h->v[c] = r[4];
+  }
+  free(values);
+}
+
+static ts_status gpu_attach(void **out, const void *view, int nblocks, int levels, int device) {
+  const swe_buq_view *h = (const swe_buq_view *)view;
+  if ((long long)nblocks * h->P > INT_MAX)
+    return ts_error(TS_ERR_INPUT,
+                    "swe: %d quadtree blocks are too many for one GPU (at most 2^31 elements "
+                    "per array)",
+                    nblocks);
+  if (cudaSetDevice(device) != cudaSuccess)
+    return ts_error(TS_ERR_INPUT, "swe: CUDA device %d cannot be used", device);
+  gpu_state *g = (gpu_state *)calloc(1, sizeof *g);
+  if (!g || !(g->level_of = (int *)malloc(sizeof(int) * (size_t)nblocks))) {
+    free(g);
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  }
+  g->device = device, g->nblocks = nblocks, g->levels = levels;
+  g->d = *h;
+  for (int k = 0; k < nblocks; k++)
+    g->level_of[k] = h->blocks[k].level;
+  size_t cells = (size_t)nblocks * h->P, leaf_cells = (size_t)nblocks * h->M * h->M;
+  ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&g->d);
+  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&g->d);
+  int failed = 0;
+  for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
+    failed |= cudaMalloc((void **)arrays[k], cells * sizeof(ts_real)) != cudaSuccess;
+  for (int k = 0; k < SWE_BUQ_NMAPS; k++)
+    failed |= cudaMalloc((void **)maps[k], leaf_cells * sizeof(double)) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->d.active, cells) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->blocks, sizeof(ts_buq_block) * nblocks) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->list, sizeof(int) * nblocks) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->dropped, sizeof(int) * nblocks) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->wet, nblocks) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->amax, sizeof(swe_bits) * 2 * levels) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->bad, sizeof(int)) != cudaSuccess;
+  if (failed) {
+    cudaGetLastError();
+    gpu_release(g);
+    return ts_error(TS_ERR_NOMEM, "swe: out of GPU memory for %d quadtree blocks", nblocks);
+  }
+  g->d.blocks = g->blocks;
+  check(cudaMemcpy(g->blocks, h->blocks, sizeof(ts_buq_block) * nblocks, cudaMemcpyHostToDevice),
+        "quadtree blocks");
+  check(cudaMemset(g->bad, 0, sizeof(int)), "flag");
+  *out = g;
+  return TS_OK;
+}
+
+static void gpu_wet(void *x, unsigned char *wet) {
+  gpu_state *g = (gpu_state *)x;
+  k_wet<<<g->nblocks, THREADS>>>(g->d, g->nblocks, g->wet);
+  check(cudaMemcpy(wet, g->wet, g->nblocks, cudaMemcpyDeviceToHost), "wet leaves");
+}
+
+static void gpu_set_list(void *x, const int *list, int n, const int *dropped, int ndropped) {
+  gpu_state *g = (gpu_state *)x;
+  g->nlist = n;
+  if (n > 0)
+    check(cudaMemcpy(g->list, list, sizeof(int) * n, cudaMemcpyHostToDevice), "leaf list");
+  for (int l = 0; l < g->levels; l++)
+    g->level_first[l] = g->level_count[l] = 0;
+  for (int p = n - 1; p >= 0; p--) { /* by level from the coarsest: each level's range */
+    int l = g->level_of[list[p]];
+    g->level_first[l] = p;
+    g->level_count[l]++;
+  }
+  if (ndropped > 0) {
+    check(cudaMemcpy(g->dropped, dropped, sizeof(int) * ndropped, cudaMemcpyHostToDevice),
+          "dropped leaves");
+    k_drop<<<grid_of((long)ndropped * g->d.P), THREADS>>>(g->d, g->dropped, ndropped);
+  }
+}
+
+static void gpu_ghosts(void *x) {
+  gpu_state *g = (gpu_state *)x;
+  int n = g->nlist, M = g->d.M, frame = M + 2 * SWE_GHOST;
+  if (n == 0)
+    return;
+  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS>>>(g->d, g->list, n);
+  for (int l = g->levels - 2; l >= 0; l--)
+    if (g->level_count[l] > 0)
+      k_coarser<<<grid_of((long)g->level_count[l] * 4 * (M / 2)), THREADS>>>(
+          g->d, g->list, g->level_first[l], g->level_count[l]);
+  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS>>>(g->d, g->list, n);
+}
+
+static void gpu_fluxes(void *x, double amax[][2]) {
+  gpu_state *g = (gpu_state *)x;
+  int n = g->nlist, M = g->d.M;
+  if (amax)
+    check(cudaMemset(g->amax, 0, sizeof(swe_bits) * 2 * g->levels), "wave speeds");
+  if (n > 0)
+    k_sweep<<<grid_of((long)n * 2 * M), THREADS>>>(g->d, g->list, n, amax ? g->amax : NULL);
+  if (!amax)
+    return;
+  swe_bits bits[2 * TS_BUQ_MAX_LEVELS];
+  check(cudaMemcpy(bits, g->amax, sizeof(swe_bits) * 2 * g->levels, cudaMemcpyDeviceToHost),
+        "wave speeds");
+  for (int l = 0; l < g->levels; l++)
+    amax[l][0] = (double)swe_from_bits(bits[2 * l]),
+    amax[l][1] = (double)swe_from_bits(bits[2 * l + 1]);
+}
+
+static void gpu_limit(void *x, double dt) {
+  gpu_state *g = (gpu_state *)x;
+  int n = g->nlist, M = g->d.M;
+  if (n == 0)
+    return;
+  k_limit<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, (ts_real)dt);
+  k_limit_ghosts<<<grid_of((long)n * 4 * M), THREADS>>>(g->d, g->list, n);
+}
+
+static void gpu_update(void *x, double dt, int stage) {
+  gpu_state *g = (gpu_state *)x;
+  int n = g->nlist, M = g->d.M;
+  if (n > 0)
+    k_update<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, (ts_real)dt, stage, g->bad);
+}
+
+static int gpu_take_bad(void *x) {
+  gpu_state *g = (gpu_state *)x;
+  int bad = 0;
+  check(cudaMemcpy(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost), "non-finite flag");
+  if (bad)
+    check(cudaMemset(g->bad, 0, sizeof(int)), "non-finite flag");
+  return bad;
+}
+
+static void gpu_record(void *x, double t, double dt) {
+  gpu_state *g = (gpu_state *)x;
+  int n = g->nlist, M = g->d.M;
+  if (n > 0)
+    k_record<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, t, dt);
+  check(cudaGetLastError(), "quadtree kernels");
+}
+
+extern "C" const swe_buq_passes SWE_BUQ_GPU = {
+    gpu_attach, gpu_release, gpu_upload, gpu_download, gpu_read_cells, gpu_wet,   gpu_set_list,
+    gpu_ghosts, gpu_fluxes,  gpu_limit,  gpu_update,   gpu_take_bad,   gpu_record};
