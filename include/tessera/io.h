@@ -5,6 +5,7 @@
 #ifndef TESSERA_IO_H
 #define TESSERA_IO_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "tessera/error.h"
@@ -59,6 +60,21 @@ typedef struct ts_out_vector {
  * grid through this function. */
 ts_status ts_vti_write_grid(const char *path, const ts_grid *grid, double time, int nvars,
                             const ts_out_var *vars, int nvectors, const ts_out_vector *vectors);
+
+/* Square cells of several sizes on a grid of step dx whose lower-left corner is (x0, y0): cell c
+ * covers grid cells [i0[c], i0[c] + width[c]) x [j0[c], j0[c] + width[c]); level[c] (NULL:
+ * none) is written as an Int32 array "level". */
+typedef struct ts_out_squares {
+  int64_t n;
+  double x0, y0, dx;
+  const int *i0, *j0, *width, *level;
+} ts_out_squares;
+
+/* VTK XML UnstructuredGrid (.vtu) of square cells (VTK_PIXEL, 4 points each), one Float32
+ * CellData array per variable (values indexed by cell, NaN kept), the time as TimeValue field
+ * data: the leaf cells of a quadtree grid as ParaView shows them. */
+ts_status ts_vtu_write_squares(const char *path, const ts_out_squares *sq, double time, int nvars,
+                               const ts_out_var *vars);
 
 /* PNG map of water depth over hill-shaded terrain: bed and depth as for ts_out_var (NaN bed =
  * inactive, drawn grey), depths below `dry_depth` transparent over the terrain, a colour bar

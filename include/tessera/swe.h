@@ -316,6 +316,12 @@ ts_status ts_swe_checkpoint_size(const ts_swe *s, size_t *bytes);
 ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes);
 ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes);
 
+/* A quadtree grid's leaf cells (0 on a uniform grid): their number, and with non-NULL arrays
+ * (that many entries) each one's lower-left finest cell (i0, j0), width in finest cells and
+ * level; ts_swe_leaf_values: the values of var on them, in that order (NaN: inactive). */
+int64_t ts_swe_leaf_cells(const ts_swe *s, int *i0, int *j0, int *width, int *level);
+ts_status ts_swe_leaf_values(const ts_swe *s, ts_swe_var var, double *out);
+
 /* The quadtree grid in use (zeros and levels 0 on a uniform grid); returns 1 on a quadtree. */
 int ts_swe_grid_info(const ts_swe *s, ts_swe_grid_stats *out);
 

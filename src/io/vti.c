@@ -1,7 +1,8 @@
-/* VTK XML ImageData (.vti) output for ParaView: a 2D or 3D grid as an image of cells, one Float32
- * CellData array per scalar variable and one 3-component Float32 array per vector variable,
- * stored inline as base64 (UInt32 byte-count header, then data), and the simulation time as
- * TimeValue field data. 2D rasters are written as flat 2D grids. */
+/* VTK XML output for ParaView: ImageData (.vti), a 2D or 3D grid as an image of cells, one
+ * Float32 CellData array per scalar variable and one 3-component Float32 array per vector
+ * variable, stored inline as base64 (UInt32 byte-count header, then data), and the simulation
+ * time as TimeValue field data (2D rasters are written as flat 2D grids); and UnstructuredGrid
+ * (.vtu) of square cells of several sizes (the leaf cells of a quadtree grid). */
 #include "tessera/io.h"
 
 #include <stdint.h>
@@ -132,4 +133,88 @@ ts_status ts_vti_write(const char *path, const ts_raster *geom, double time, int
                        const ts_out_var *vars) {
   ts_grid grid = ts_grid_2d(geom->ncols, geom->nrows, geom->cellsize, geom->xll, geom->yll);
   return ts_vti_write_grid(path, &grid, time, nvars, vars, 0, NULL);
+}
+
+/* Writes one base64 DataArray of `bytes` bytes of `type` (Int32, UInt8, Float64, ...). */
+static void write_raw_array(FILE *f, const char *type, const char *name, int ncomp,
+                            const void *data, size_t bytes) {
+  uint32_t byte_count = (uint32_t)bytes;
+  fprintf(f, "        <DataArray type=\"%s\" Name=\"%s\"", type, name);
+  if (ncomp > 1)
+    fprintf(f, " NumberOfComponents=\"%d\"", ncomp);
+  fprintf(f, " format=\"binary\">\n          ");
+  write_base64(f, (const unsigned char *)&byte_count, sizeof byte_count);
+  write_base64(f, (const unsigned char *)data, bytes);
+  fprintf(f, "\n        </DataArray>\n");
+}
+
+ts_status ts_vtu_write_squares(const char *path, const ts_out_squares *sq, double time, int nvars,
+                               const ts_out_var *vars) {
+  int64_t n = sq->n;
+  if (n < 1 || (double)n * 4 * 3 * sizeof(double) > UINT32_MAX)
+    return ts_error(TS_ERR_INPUT, "%s: cannot write %lld cells to a VTK file", path, (long long)n);
+  size_t cells = (size_t)n;
+  double *points = malloc(sizeof(double) * 12 * cells);
+  int32_t *ints = malloc(sizeof(int32_t) * 4 * cells);
+  unsigned char *types = malloc(cells);
+  float *values = malloc(sizeof(float) * cells);
+  if (!points || !ints || !types || !values) {
+    free(points), free(ints), free(types), free(values);
+    return ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+  }
+  char tmp_path[4096];
+  FILE *f = ts_open_temp(path, tmp_path, sizeof tmp_path);
+  if (!f) {
+    free(points), free(ints), free(types), free(values);
+    return TS_ERR_IO;
+  }
+  /* each cell a VTK_PIXEL (8) of its own 4 corners, x fastest */
+  for (size_t c = 0; c < cells; c++) {
+    double x0 = sq->x0 + sq->dx * sq->i0[c], y0 = sq->y0 + sq->dx * sq->j0[c];
+    double w = sq->dx * sq->width[c];
+    double corner[4][2] = {{x0, y0}, {x0 + w, y0}, {x0, y0 + w}, {x0 + w, y0 + w}};
+    for (int q = 0; q < 4; q++) {
+      points[12 * c + 3 * q] = corner[q][0];
+      points[12 * c + 3 * q + 1] = corner[q][1];
+      points[12 * c + 3 * q + 2] = 0;
+    }
+    types[c] = 8;
+  }
+  fprintf(f, "<?xml version=\"1.0\"?>\n");
+  fprintf(f,
+          "<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"%s\" "
+          "header_type=\"UInt32\">\n",
+          host_is_little_endian() ? "LittleEndian" : "BigEndian");
+  fprintf(f, "  <UnstructuredGrid>\n    <FieldData>\n");
+  fprintf(f,
+          "      <DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" "
+          "format=\"ascii\">%.17g</DataArray>\n",
+          time);
+  fprintf(f, "    </FieldData>\n");
+  fprintf(f, "    <Piece NumberOfPoints=\"%lld\" NumberOfCells=\"%lld\">\n", (long long)(4 * n),
+          (long long)n);
+  fprintf(f, "      <Points>\n");
+  write_raw_array(f, "Float64", "Points", 3, points, sizeof(double) * 12 * cells);
+  fprintf(f, "      </Points>\n      <Cells>\n");
+  for (size_t c = 0; c < 4 * cells; c++)
+    ints[c] = (int32_t)c;
+  write_raw_array(f, "Int32", "connectivity", 1, ints, sizeof(int32_t) * 4 * cells);
+  for (size_t c = 0; c < cells; c++)
+    ints[c] = (int32_t)(4 * (c + 1));
+  write_raw_array(f, "Int32", "offsets", 1, ints, sizeof(int32_t) * cells);
+  write_raw_array(f, "UInt8", "types", 1, types, cells);
+  fprintf(f, "      </Cells>\n      <CellData>\n");
+  if (sq->level) {
+    for (size_t c = 0; c < cells; c++)
+      ints[c] = sq->level[c];
+    write_raw_array(f, "Int32", "level", 1, ints, sizeof(int32_t) * cells);
+  }
+  for (int k = 0; k < nvars; k++) {
+    for (size_t c = 0; c < cells; c++)
+      values[c] = (float)vars[k].v[c];
+    write_cell_array(f, vars[k].name, 1, values, cells);
+  }
+  fprintf(f, "      </CellData>\n    </Piece>\n  </UnstructuredGrid>\n</VTKFile>\n");
+  free(points), free(ints), free(types), free(values);
+  return ts_commit_temp(f, tmp_path, path);
 }

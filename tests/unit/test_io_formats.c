@@ -495,8 +495,38 @@ static void test_temp_files(void) {
         "VTI into a missing directory fails");
 }
 
+/* Square cells of two sizes in a .vtu: counts, the corners of a wide cell, the level and a
+ * variable read back. */
+static void test_vtu_squares(void) {
+  int i0[3] = {0, 1, 2}, j0[3] = {0, 0, 0}, width[3] = {1, 1, 2}, level[3] = {0, 0, 1};
+  double h[3] = {0.5, 1.5, 2.5};
+  ts_out_var vars[1] = {{"h", "water depth", "m", h}};
+  ts_out_squares sq = {3, 100.0, -50.0, 10.0, i0, j0, width, level};
+  CHECK(ts_vtu_write_squares("io_cells.vtu", &sq, 7.0, 1, vars) == TS_OK, "VTU written");
+  char *text = read_file("io_cells.vtu");
+  CHECK(text && strstr(text, "<VTKFile type=\"UnstructuredGrid\"") &&
+            strstr(text, "NumberOfPoints=\"12\" NumberOfCells=\"3\""),
+        "VTU of 3 cells of 4 points each");
+  float values[8];
+  int ncomp = 0;
+  CHECK(read_vti_array(text, "h", &ncomp, values, 8) == 3 && values[2] == 2.5f, "h read back");
+  /* Int32 levels and Float64 points decode as 4 and 8-byte values */
+  CHECK(read_vti_array(text, "level", &ncomp, values, 8) == 3, "level array of 3 values");
+  int32_t levels[3];
+  memcpy(levels, values, sizeof levels);
+  CHECK(levels[0] == 0 && levels[2] == 1, "levels 0, 0, 1");
+  double points[36];
+  CHECK(read_vti_array(text, "Points", &ncomp, (float *)points, 72) == 72 && ncomp == 3 &&
+            points[24] == 120.0 && points[33] == 140.0 && points[34] == -30.0,
+        "the wide cell spans x 120-140, y -50 to -30");
+  CHECK(ts_vtu_write_squares("io_cells.vtu", &(ts_out_squares){0}, 0, 0, NULL) == TS_ERR_INPUT,
+        "no cells: an error");
+  free(text);
+}
+
 int main(void) {
   test_netcdf();
+  test_vtu_squares();
   test_netcdf_3d();
   test_vti();
   test_vti_grid_3d();

@@ -1,6 +1,7 @@
 /* The shallow-water solver on quadtree (BUQ) grids ([grid] type = buq):
  * - one level equals the uniform grid bit for bit (a dam break over uneven terrain with a NODATA
- *   hole and Manning friction, float and double, blocks of 16 and 8, early exit on and off);
+ *   hole and Manning friction, float and double, blocks of 16 and 8, early exit on and off; and
+ *   with a grid of Manning coefficients);
  * - a lake at rest over bumps and an island, its shorelines crossing level interfaces (three
  *   levels), stays at rest: surface and discharges within rounding after 300 steps;
  * - a dam break whose front crosses the interfaces keeps its volume to rounding (double:
@@ -31,10 +32,12 @@ static void terrain(ts_raster *bed, ts_raster *h0) {
 }
 
 /* Runs `steps` steps and reads h, hu, hv and the maximum speed (4 x NX x NY values). */
+static const ts_raster *friction_grid; /* run's per-cell Manning n (NULL: the parameters') */
+
 static int run(const ts_swe_params *p, const ts_raster *bed, const ts_raster *h0, int steps,
                double *out, double *volume) {
   ts_swe *s;
-  if (ts_swe_create(&s, p, bed, h0, NULL, NULL, NULL) != TS_OK) {
+  if (ts_swe_create(&s, p, bed, h0, NULL, NULL, friction_grid) != TS_OK) {
     printf("create failed: %s\n", ts_error_message());
     return 1;
   }
@@ -64,8 +67,8 @@ static int same_bits(const double *a, const double *b, size_t n) {
 static void one_level_is_uniform(void) {
   ts_raster bed, h0;
   terrain(&bed, &h0);
-  size_t n = 4 * (size_t)NX * NY;
-  double *uni = malloc(sizeof(double) * n), *buq = malloc(sizeof(double) * n);
+  size_t n4 = 4 * (size_t)NX * NY;
+  double *uni = malloc(sizeof(double) * n4), *buq = malloc(sizeof(double) * n4);
   for (int prec = 0; prec < 2; prec++)
     for (int block = 8; block <= 16; block += 8)
       for (int early = 0; early < 2; early++) {
@@ -81,10 +84,31 @@ static void one_level_is_uniform(void) {
         p.grid.block = block;
         p.grid.levels = 1;
         fail |= run(&p, &bed, &h0, 300, buq, &vb);
-        CHECK(!fail && same_bits(uni, buq, n) && vu == vb,
+        CHECK(!fail && same_bits(uni, buq, n4) && vu == vb,
               "one level (%s, block %d, early exit %s) equals the uniform grid bit for bit",
               prec ? "double" : "float", block, early ? "on" : "off");
       }
+  /* a Manning n per cell, rougher on the east half */
+  ts_raster n;
+  ts_raster_alloc(&n, NX, NY, 0, 0, 2.0, -9999);
+  for (int c = 0; c < NX * NY; c++)
+    n.v[c] = c % NX < NX / 2 ? 0.02 : 0.06;
+  friction_grid = &n;
+  for (int prec = 0; prec < 2; prec++) {
+    ts_swe_params p;
+    ts_swe_params_default(&p);
+    p.precision = prec ? TS_DOUBLE : TS_FLOAT;
+    p.friction = TS_FRICTION_MANNING;
+    double vu = 0, vb = 1;
+    int fail = run(&p, &bed, &h0, 300, uni, &vu);
+    p.grid.type = TS_GRID_BUQ;
+    fail |= run(&p, &bed, &h0, 300, buq, &vb);
+    CHECK(!fail && same_bits(uni, buq, n4) && vu == vb,
+          "one level with a friction grid (%s) equals the uniform grid bit for bit",
+          prec ? "double" : "float");
+  }
+  friction_grid = NULL;
+  ts_raster_free(&n);
   free(uni);
   free(buq);
   ts_raster_free(&bed);

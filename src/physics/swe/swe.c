@@ -391,8 +391,6 @@ static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_ras
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes wall boundaries only for now");
   if (swe_has_sources(params))
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes no rain or losses for now");
-  if (in->friction)
-    return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes a uniform friction only for now");
   count_active(s, bed);
   TS_CALL(copy_raster(&s->bed, bed));
   int n[3] = {s->nx, s->ny, 1}, parts[3] = {0, 0, 1};
@@ -1068,6 +1066,17 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
   s->steps = h.steps;
   s->rain_volume = h.rain_volume;
   s->cycle = 0;
+  return TS_OK;
+}
+
+int64_t ts_swe_leaf_cells(const ts_swe *s, int *i0, int *j0, int *width, int *level) {
+  return s->buq ? s->buq_ops->leaf_cells(s->buq, i0, j0, width, level) : 0;
+}
+
+ts_status ts_swe_leaf_values(const ts_swe *s, ts_swe_var var, double *out) {
+  if (!s->buq)
+    return ts_error(TS_ERR_INTERNAL, "swe: a uniform grid has no leaf cells");
+  s->buq_ops->leaf_values(s->buq, var, out);
   return TS_OK;
 }
 

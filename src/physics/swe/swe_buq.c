@@ -159,6 +159,9 @@ static void init_leaf(engine *e, int k, const swe_inputs *in) {
         qy = level_mean(in->hv0, b->level, I, J, 1, &n);
       a.hu[c] = (ts_real)qx;
       a.hv[c] = (ts_real)qy;
+      if (e->v.friction)
+        e->v.friction[cell_at(e, k, i, j)] =
+            (ts_real)level_mean(in->friction, b->level, I, J, 0, &n);
     }
 }
 
@@ -399,6 +402,7 @@ static void engine_destroy(void *ev) {
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     free(*maps[k]);
   free(e->v.active);
+  free(e->v.friction);
   free(e->computed);
   free(e->list);
   free(e->dropped);
@@ -533,6 +537,8 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     failed |= !(*maps[k] = calloc(leaf_cells, sizeof(double)));
   failed |= !(e->v.active = calloc(cells, 1));
+  if (in->friction) /* a coefficient per cell: the mean over its bed cells */
+    failed |= !(e->v.friction = calloc(cells, sizeof(ts_real)));
   failed |= !(e->computed = calloc(nb, 1)) || !(e->list = malloc(sizeof(int) * nb)) ||
             !(e->dropped = malloc(sizeof(int) * nb));
   if (failed) {
@@ -691,6 +697,35 @@ static void engine_get(const void *ev, ts_swe_var var, double *out) {
   }
 }
 
+static int64_t engine_leaf_cells(const void *ev, int *i0, int *j0, int *width, int *level) {
+  const engine *e = ev;
+  int M = e->M;
+  int64_t n = 0;
+  for (int k = 0; k < e->q.nblocks; k++) {
+    const ts_buq_block *b = &e->q.blocks[k];
+    for (int j = 0; j < M; j++)
+      for (int i = 0; i < M; i++, n++)
+        if (i0) {
+          width[n] = 1 << b->level;
+          i0[n] = (b->bi * M + i) * width[n];
+          j0[n] = (b->bj * M + j) * width[n];
+          level[n] = b->level;
+        }
+  }
+  return n;
+}
+
+static void engine_leaf_values(const void *ev, ts_swe_var var, double *out) {
+  const engine *e = ev;
+  to_host(e);
+  int M = e->M;
+#pragma omp parallel for schedule(static) num_threads(e->threads)
+  for (int k = 0; k < e->q.nblocks; k++)
+    for (int j = 0; j < M; j++)
+      for (int i = 0; i < M; i++)
+        out[(int64_t)k * M * M + i + (int64_t)M * j] = cell_value(e, var, k, i, j);
+}
+
 static void engine_volume(const void *ev, ts_exact_sum *sum) {
   const engine *e = ev;
   to_host(e);
@@ -799,6 +834,7 @@ static void engine_load(void *ev, const void *blob) {
 }
 
 const swe_buq_ops SWE_BUQ_OPS = {
-    engine_create, engine_destroy,     engine_set_surface, engine_step,      engine_value,
-    engine_probe,  engine_get,         engine_volume,      engine_wet_cells, engine_active_blocks,
+    engine_create, engine_destroy,     engine_set_surface, engine_step,
+    engine_value,  engine_probe,       engine_leaf_cells,  engine_leaf_values,
+    engine_get,    engine_volume,      engine_wet_cells,   engine_active_blocks,
     engine_stats,  engine_state_bytes, engine_save,        engine_load};

@@ -174,6 +174,7 @@ static void gpu_release(void *x) {
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     cudaFree(*maps[k]);
   cudaFree(g->d.active);
+  cudaFree(g->d.friction);
   cudaFree(g->blocks);
   cudaFree(g->list);
   cudaFree(g->dropped);
@@ -208,6 +209,9 @@ static void copy_arrays(gpu_state *g, swe_buq_view *h, int up) {
           "quadtree maps");
   if (up)
     check(cudaMemcpy(g->d.active, h->active, cells, cudaMemcpyHostToDevice), "activity");
+  if (up && h->friction)
+    check(cudaMemcpy(g->d.friction, h->friction, cells * sizeof(ts_real), cudaMemcpyHostToDevice),
+          "friction");
 }
 
 static void gpu_upload(void *x, const void *view) {
@@ -274,6 +278,8 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     failed |= cudaMalloc((void **)maps[k], leaf_cells * sizeof(double)) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->d.active, cells) != cudaSuccess;
+  if (h->friction)
+    failed |= cudaMalloc((void **)&g->d.friction, cells * sizeof(ts_real)) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->blocks, sizeof(ts_buq_block) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->list, sizeof(int) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->dropped, sizeof(int) * nblocks) != cudaSuccess;

@@ -30,6 +30,11 @@ typedef struct swe_buq_ops {
   /* Values of var[q] at finest cells (i[q], j[q]) (NaN outside or inactive). */
   void (*probe)(const void *e, int n, const int *i, const int *j, const ts_swe_var *var,
                 double *out);
+  /* The leaf cells, leaf by leaf (cell i + M j of each): their number, and with non-NULL
+   * arrays each one's lower-left finest cell, width in finest cells and level; leaf_values the
+   * values of var on them in that order (NaN: inactive). */
+  int64_t (*leaf_cells)(const void *e, int *i0, int *j0, int *width, int *level);
+  void (*leaf_values)(const void *e, ts_swe_var var, double *out);
   /* The whole finest grid, out[i + nx j]. */
   void (*get)(const void *e, ts_swe_var var, double *out);
   /* Water volume in finest-cell units (m3 over the finest cell's area), summed exactly. */

@@ -20,6 +20,7 @@ typedef struct swe_buq_view {
   ts_real *w, *hu, *hv, *w_carry, *w0, *hu0, *hv0, *u, *v, *char_speed, *speed_cap, *drain;
   ts_real *corner, *bed, *fx[3], *fy[3], *src_x, *src_y;
   unsigned char *active;
+  ts_real *friction; /* per cell (P per leaf, the mean over its bed cells), NULL: uniform */
   double *max_h, *max_speed, *arrival, *max_eta, *duration, *max_hazard;
   const ts_buq_block *blocks;
   int M, W;      /* cells along a leaf, points along its window (M + 2 SWE_GHOST + 1) */
@@ -63,7 +64,7 @@ TS_HD static inline swe_arrays buq_leaf_arrays(const swe_buq_view *e, int k) {
   a.w = e->w + o, a.hu = e->hu + o, a.hv = e->hv + o, a.w_carry = e->w_carry + o;
   a.w0 = e->w0 + o, a.hu0 = e->hu0 + o, a.hv0 = e->hv0 + o, a.u = e->u + o, a.v = e->v + o;
   a.char_speed = e->char_speed + o, a.speed_cap = e->speed_cap + o, a.drain = e->drain + o;
-  a.corner = e->corner + o, a.bed = e->bed + o, a.friction = 0;
+  a.corner = e->corner + o, a.bed = e->bed + o, a.friction = e->friction ? e->friction + o : 0;
   for (int c = 0; c < 3; c++)
     a.fx[c] = e->fx[c] + o, a.fy[c] = e->fy[c] + o;
   a.src_x = e->src_x + o, a.src_y = e->src_y + o, a.active = e->active + o;

@@ -876,10 +876,39 @@ static void to_nodata(const swe_case *k, double *v) {
 
 typedef struct snapshot_files {
   double time;
-  char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], png[64];
+  char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], vtu[64], png[64];
   char h_tif[64], hu_tif[64], hv_tif[64], eta_tif[64];
   char lines[SWE_MAX_LINES][64];
 } snapshot_files;
+
+/* The quadtree's own cells at time t (the leaf cells at their sizes, with their level), in VTK
+ * UnstructuredGrid: h, hu, hv, eta and bed as the scheme holds them. */
+static ts_status write_leaf_cells(const swe_case *k, const ts_swe *s, const char *path, double t) {
+  int64_t n = ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL);
+  int *geometry = malloc(sizeof(int) * 4 * (size_t)n);
+  double *values = malloc(sizeof(double) * 5 * (size_t)n);
+  ts_status st = geometry && values ? TS_OK : ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+  ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
+  const char *names[5][3] = {{"h", "water depth", "m"},
+                             {"hu", "unit discharge along x", "m2 s-1"},
+                             {"hv", "unit discharge along y", "m2 s-1"},
+                             {"eta", "water surface elevation", "m"},
+                             {"bed", "bed elevation", "m"}};
+  ts_out_var out[5];
+  for (int v = 0; v < 5 && st == TS_OK; v++) {
+    st = ts_swe_leaf_values(s, vars[v], values + (size_t)v * n);
+    out[v] = (ts_out_var){names[v][0], names[v][1], names[v][2], values + (size_t)v * n};
+  }
+  if (st == TS_OK) {
+    ts_swe_leaf_cells(s, geometry, geometry + n, geometry + 2 * n, geometry + 3 * n);
+    ts_out_squares sq = {n,        k->bed.xll,   k->bed.yll,       k->bed.cellsize,
+                         geometry, geometry + n, geometry + 2 * n, geometry + 3 * n};
+    st = ts_vtu_write_squares(path, &sq, t, 5, out);
+  }
+  free(geometry);
+  free(values);
+  return st;
+}
 
 /* Profiles along the [output] lines at one output time: every field of the cell holding each
  * point (NaN outside the grid or on NODATA cells); work holds h, hu, hv, eta and bed. */
@@ -951,6 +980,11 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
     snprintf(files->vtk, sizeof files->vtk, "swe_%s.vti", tag);
     snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtk);
     TS_CALL(ts_vti_write(path, &k->bed, t, 5, out));
+    if (ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL) > 0) {
+      snprintf(files->vtu, sizeof files->vtu, "swe_blocks_%s.vtu", tag);
+      snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtu);
+      TS_CALL(write_leaf_cells(k, s, path, t));
+    }
   }
   if (k->formats[FMT_ASC] || k->formats[FMT_GEOTIFF]) {
     char *asc[4] = {files->h, files->hu, files->hv, files->eta};
@@ -1233,12 +1267,12 @@ static void write_summary_snapshots(ts_json *j, const swe_case *k, const snapsho
     ts_json_number(j, snaps[i].time);
     ts_json_key(j, "files");
     ts_json_object_begin(j);
-    const char *keys[11] = {"h",   "hu",    "hv",     "eta",    "netcdf", "vtk",
-                            "png", "h_tif", "hu_tif", "hv_tif", "eta_tif"};
-    const char *vals[11] = {snaps[i].h,      snaps[i].hu,     snaps[i].hv,     snaps[i].eta,
-                            snaps[i].netcdf, snaps[i].vtk,    snaps[i].png,    snaps[i].h_tif,
-                            snaps[i].hu_tif, snaps[i].hv_tif, snaps[i].eta_tif};
-    for (int f = 0; f < 11; f++) {
+    const char *keys[12] = {"h",   "hu",    "hv",     "eta",    "netcdf",  "vtk",
+                            "png", "h_tif", "hu_tif", "hv_tif", "eta_tif", "vtk_blocks"};
+    const char *vals[12] = {snaps[i].h,      snaps[i].hu,     snaps[i].hv,      snaps[i].eta,
+                            snaps[i].netcdf, snaps[i].vtk,    snaps[i].png,     snaps[i].h_tif,
+                            snaps[i].hu_tif, snaps[i].hv_tif, snaps[i].eta_tif, snaps[i].vtu};
+    for (int f = 0; f < 12; f++) {
       if (!vals[f][0])
         continue;
       ts_json_key(j, keys[f]);
