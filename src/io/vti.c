@@ -154,10 +154,10 @@ ts_status ts_vtu_write_squares(const char *path, const ts_out_squares *sq, doubl
   if (n < 1 || (double)n * 4 * 3 * sizeof(double) > UINT32_MAX)
     return ts_error(TS_ERR_INPUT, "%s: cannot write %lld cells to a VTK file", path, (long long)n);
   size_t cells = (size_t)n;
-  double *points = malloc(sizeof(double) * 12 * cells);
-  int32_t *ints = malloc(sizeof(int32_t) * 4 * cells);
-  unsigned char *types = malloc(cells);
-  float *values = malloc(sizeof(float) * cells);
+  double *points = calloc(12 * cells, sizeof(double));
+  int32_t *ints = calloc(4 * cells, sizeof(int32_t));
+  unsigned char *types = calloc(cells, 1);
+  float *values = calloc(cells, sizeof(float));
   if (!points || !ints || !types || !values) {
     free(points), free(ints), free(types), free(values);
     return ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
