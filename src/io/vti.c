@@ -49,18 +49,25 @@ static int host_is_little_endian(void) {
   return first == 1;
 }
 
-/* Writes one Float32 CellData array of `cells` tuples of ncomp components. */
-static void write_cell_array(FILE *f, const char *name, int ncomp, const float *values,
-                             size_t cells) {
-  uint32_t byte_count = (uint32_t)(cells * (size_t)ncomp * sizeof *values);
-  fprintf(f, "        <DataArray type=\"Float32\" Name=\"");
+/* Writes one base64 DataArray of `bytes` bytes of `type` (Float32, Int32, UInt8, Float64, ...),
+ * with ncomp components per tuple. */
+static void write_raw_array(FILE *f, const char *type, const char *name, int ncomp,
+                            const void *data, size_t bytes) {
+  uint32_t byte_count = (uint32_t)bytes;
+  fprintf(f, "        <DataArray type=\"%s\" Name=\"", type);
   write_xml_escaped(f, name);
   if (ncomp > 1)
     fprintf(f, "\" NumberOfComponents=\"%d", ncomp);
   fprintf(f, "\" format=\"binary\">\n          ");
   write_base64(f, (const unsigned char *)&byte_count, sizeof byte_count);
-  write_base64(f, (const unsigned char *)values, byte_count);
+  write_base64(f, (const unsigned char *)data, bytes);
   fprintf(f, "\n        </DataArray>\n");
+}
+
+/* Writes one Float32 CellData array of `cells` tuples of ncomp components. */
+static void write_cell_array(FILE *f, const char *name, int ncomp, const float *values,
+                             size_t cells) {
+  write_raw_array(f, "Float32", name, ncomp, values, cells * (size_t)ncomp * sizeof *values);
 }
 
 ts_status ts_vti_write_grid(const char *path, const ts_grid *grid, double time, int nvars,
@@ -133,19 +140,6 @@ ts_status ts_vti_write(const char *path, const ts_raster *geom, double time, int
                        const ts_out_var *vars) {
   ts_grid grid = ts_grid_2d(geom->ncols, geom->nrows, geom->cellsize, geom->xll, geom->yll);
   return ts_vti_write_grid(path, &grid, time, nvars, vars, 0, NULL);
-}
-
-/* Writes one base64 DataArray of `bytes` bytes of `type` (Int32, UInt8, Float64, ...). */
-static void write_raw_array(FILE *f, const char *type, const char *name, int ncomp,
-                            const void *data, size_t bytes) {
-  uint32_t byte_count = (uint32_t)bytes;
-  fprintf(f, "        <DataArray type=\"%s\" Name=\"%s\"", type, name);
-  if (ncomp > 1)
-    fprintf(f, " NumberOfComponents=\"%d\"", ncomp);
-  fprintf(f, " format=\"binary\">\n          ");
-  write_base64(f, (const unsigned char *)&byte_count, sizeof byte_count);
-  write_base64(f, (const unsigned char *)data, bytes);
-  fprintf(f, "\n        </DataArray>\n");
 }
 
 ts_status ts_vtu_write_squares(const char *path, const ts_out_squares *sq, double time, int nvars,
