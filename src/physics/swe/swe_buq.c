@@ -56,6 +56,8 @@ typedef struct engine {
   unsigned char *computed; /* per leaf: computed in this step (early exit) */
   int *list, nlist;        /* the leaves computed, by level from the coarsest */
   int *dropped, ndropped;  /* the leaves no longer computed: their fluxes are zeroed */
+  unsigned char *wet;      /* per leaf: holds water (choose_leaves) */
+  int bad;                 /* the CPU's updates of this step met a non-finite value */
   double t;                /* time of the state (for the maps) */
   /* the passes: cpu_passes on the engine, or the CUDA backend's on its device mirror */
   const swe_buq_passes *ops;
@@ -272,8 +274,6 @@ static void cpu_limit(void *x, double dt) {
         buq_drain_ghost(&e->v, e->list[n], side, at);
 }
 
-static int cpu_bad; /* a non-finite value in this step's updates (one step at a time) */
-
 static void cpu_update(void *x, double dt, int stage) {
   engine *e = x;
   int M = e->M, bad = 0;
@@ -283,13 +283,13 @@ static void cpu_update(void *x, double dt, int stage) {
       for (int i = 0; i < M; i++)
         if (e->v.active[cell_at(e, e->list[n], i, j)])
           bad |= buq_update_cell(&e->v, e->list[n], i, j, (ts_real)dt, stage);
-  cpu_bad |= bad;
+  e->bad |= bad;
 }
 
 static int cpu_take_bad(void *x) {
-  (void)x;
-  int bad = cpu_bad;
-  cpu_bad = 0;
+  engine *e = x;
+  int bad = e->bad;
+  e->bad = 0;
   return bad;
 }
 
@@ -320,11 +320,9 @@ static void to_host(const engine *ec) {
 /* The leaves of this step (early exit: those holding water or touching a leaf that does, as
  * water moves less than a cell per stage), by level from the coarsest; the leaves dropped from
  * the list get zero fluxes, as their neighbours read them. */
-static ts_status choose_leaves(engine *e) {
+static void choose_leaves(engine *e) {
   int nb = e->q.nblocks;
-  unsigned char *wet = malloc((size_t)nb);
-  if (!wet)
-    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  unsigned char *wet = e->wet;
   if (e->p.early_exit)
     e->ops->wet(e->x, wet);
   else
@@ -342,21 +340,19 @@ static ts_status choose_leaves(engine *e) {
       e->dropped[e->ndropped++] = k;
     e->computed[k] = (unsigned char)on;
   }
-  free(wet);
   e->nlist = 0;
   for (int level = e->q.levels - 1; level >= 0; level--)
     for (int k = 0; k < nb; k++)
       if (e->computed[k] && e->q.blocks[k].level == level)
         e->list[e->nlist++] = k;
   e->ops->set_list(e->x, e->list, e->nlist, e->dropped, e->ndropped);
-  return TS_OK;
 }
 
 static ts_status engine_step(void *ev, double t, double target, double *dt_out, double *t_after) {
   engine *e = ev;
   int stages = e->p.rk_order == 1 ? 1 : 2;
   double dt = 0;
-  TS_CALL(choose_leaves(e));
+  choose_leaves(e);
   for (int stage = 0; stage < stages; stage++) {
     e->ops->ghosts(e->x);
     if (stage == 0) {
@@ -406,6 +402,7 @@ static void engine_destroy(void *ev) {
   free(e->computed);
   free(e->list);
   free(e->dropped);
+  free(e->wet);
   ts_buq_destroy(&e->q);
   free(e);
 }
@@ -540,7 +537,7 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
   if (in->friction) /* a coefficient per cell: the mean over its bed cells */
     failed |= !(e->v.friction = calloc(cells, sizeof(ts_real)));
   failed |= !(e->computed = calloc(nb, 1)) || !(e->list = malloc(sizeof(int) * nb)) ||
-            !(e->dropped = malloc(sizeof(int) * nb));
+            !(e->dropped = malloc(sizeof(int) * nb)) || !(e->wet = malloc(nb));
   if (failed) {
     engine_destroy(e);
     return ts_error(TS_ERR_NOMEM, "swe: out of memory for %zu quadtree blocks", nb);
