@@ -110,9 +110,17 @@ static void build_leaf(engine *e, int k, const ts_raster *dem) {
   int M = e->M, I0 = b->bi * M, J0 = b->bj * M;
   swe_arrays a = buq_leaf_arrays(&e->v, k);
   ts_real *corner = (ts_real *)a.corner, *bed = (ts_real *)a.bed;
+  /* the level's DEM means of cells -G-1 .. M+G along each axis, each computed once */
+  enum { Z = SWE_BUQ_MAX_BLOCK + 2 * G + 2 };
+  double level[Z * Z];
+  int span = M + 2 * G + 2;
+  for (int j = 0; j < span; j++)
+    for (int i = 0; i < span; i++)
+      level[i + Z * j] = level_bed(dem, b->level, I0 + i - G - 1, J0 + j - G - 1);
+#define LEVEL(i, j) level[(i) + G + 1 + Z * ((j) + G + 1)]
   for (int j = -G; j < M + G; j++)
     for (int i = -G; i < M + G; i++)
-      e->v.active[cell_at(e, k, i, j)] = !isnan(level_bed(dem, b->level, I0 + i, J0 + j));
+      e->v.active[cell_at(e, k, i, j)] = !isnan(LEVEL(i, j));
   for (int j = -G; j <= M + G; j++)
     for (int i = -G; i <= M + G; i++) {
       /* the cells around corner (i, j), summed as (sw + ne) + (se + nw) */
@@ -120,7 +128,7 @@ static void build_leaf(engine *e, int k, const ts_raster *dem) {
       double z[4] = {0, 0, 0, 0};
       int n = 0;
       for (int c = 0; c < 4; c++) {
-        double v = level_bed(dem, b->level, I0 + ci[c], J0 + cj[c]);
+        double v = LEVEL(ci[c], cj[c]);
         if (isnan(v))
           continue;
         z[c] = v;
@@ -128,6 +136,7 @@ static void build_leaf(engine *e, int k, const ts_raster *dem) {
       }
       corner[local(e, i, j)] = n ? (ts_real)(((z[0] + z[1]) + (z[2] + z[3])) / n) : SWE_R(0);
     }
+#undef LEVEL
   for (int j = -G; j < M + G; j++)
     for (int i = -G; i < M + G; i++) {
       swe_idx c = local(e, i, j);
