@@ -174,14 +174,14 @@ if [ "$what" = balance ]; then
 fi
 
 # Load balance over every GPU (issue 21): Malpasset at 10 m (4000 s, float) split over the GPUs in
-# one process, each balance mode against GPU 0 alone, in one command.
+# one process, each balance mode (or those in BALANCE_MODES) against GPU 0 alone, in one command.
 if [ "$what" = balance-gpus ]; then
   m=$root/examples/malpasset
   d=$m/data
   mal=(--set parallel.backend=cuda --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz"
     --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.times=4000)
   "$T" bench balance "$m/malpasset.ini" "${mal[@]}" --set parallel.devices="$devs" \
-    --json "$out/balance_gpus.json" 2>&1 | tee "$out/balance_gpus.log"
+    ${BALANCE_MODES:+--modes "$BALANCE_MODES"} --json "$out/balance_gpus.json" 2>&1 | tee "$out/balance_gpus.log"
 fi
 
 # RMCRT (issue 17): the Burns & Christon medium, 41^3 x 100 rays and 256^3 x 100 rays on GPU 0
@@ -232,6 +232,8 @@ if [ "$what" = buq ]; then
       "$T" bench swe --backend cuda --size $n --steps 40
       "$T" bench swe --backend cuda --size $n --steps 40 --grid buq
     done
+    "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq --block 8
+    "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq --levels 3
     m=$root/examples/malpasset
     d=$m/data
     mal=(--quiet --set parallel.backend=cuda --set parallel.devices=0
@@ -282,14 +284,15 @@ fi
 # same command. Shallow water: weak (8192^2 per GPU) and strong (16384^2 and 4096^2), one process and one
 # rank per GPU, rows (1D) and tiles (2D). Lattice Boltzmann D3Q19, fp32 and fp16: weak (256^3
 # per GPU) and strong (256^3), 1D (bands along z), 2D and 3D tiles, one process and one rank per
-# GPU. Two commands, so that each stays within a device call's time limit.
+# GPU. Two commands, so that each stays within a device call's time limit. SWE_MODES and SWE_DECS
+# narrow the shallow-water runs (default: "threads mpi" and "rows tiles").
 counts=""
 for k in 2 4 8; do [ "$k" -le "$gpus" ] && counts="$counts $k"; done
 if [ "$what" = scaling-swe ]; then
   for k in $counts; do
     devs=$(seq -s, 0 $((k - 1)))
-    for mode in threads mpi; do
-      for dec in rows tiles; do
+    for mode in ${SWE_MODES:-threads mpi}; do
+      for dec in ${SWE_DECS:-rows tiles}; do
         "$T" bench swe --backend cuda --devices "$devs" --mode $mode --weak --size 8192 \
           --steps 30 --decomposition $dec --json "$out/swe_weak_${k}_${mode}_${dec}.json"
         for n in 16384 4096; do

@@ -2,9 +2,9 @@
  * precision: TS_REAL_DOUBLE=0 defines swe_buq_gpu_float, 1 swe_buq_gpu_double. A mirror in
  * device memory of the engine's arrays (swe_buq_leaf.h's view) takes the passes of a step as
  * kernels that call the view's functions, the same code as the CPU loops, built without fused
- * multiply-add: both backends give the same bits. A thread per ghost cell, per line of a leaf
- * (the sweeps: one thread marches a row or a column of M + 2 cells), per cell (limiters,
- * update, maps); the leaves of the step are a list in device memory, by level from the
+ * multiply-add: both backends give the same bits. A thread per ghost cell, per cell (limiters,
+ * update, maps); the sweeps a thread block per leaf (per four leaves of 8^2 cells), with the
+ * reconstructions and face corrections in shared memory; the leaves of the step are a list in device memory, by level from the
  * coarsest, so the prolongations run level by level. The host reads back the leaves holding
  * water (early exit), the wave speeds of each level (the time step) and the non-finite flag. */
 #include "physics/swe/swe_gpu.cuh"
@@ -98,22 +98,68 @@ static __global__ void k_ghost_velocity(swe_buq_view v, const int *list, int n) 
   swe_cell_velocity(&a, &kc, buq_local(&v, i, j));
 }
 
-/* The sweeps: a thread per (leaf, axis, line), M lines of one axis in consecutive lanes; the
- * wave speeds reduced over those M lanes, then an atomic maximum per level and axis. */
-static __global__ void k_sweep(swe_buq_view v, const int *list, int n, swe_bits *amax) {
-  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), M = v.M;
-  int k = -1, line = t % M, x_axis = (t / M) % 2;
-  ts_real speed = 0;
-  if (t < n * 2 * M) {
-    k = list[t / (2 * M)];
-    speed = buq_sweep(&v, k, line, x_axis);
+/* The sweeps of the leaves of one thread block (SWEEP_THREADS / M^2 of them: one of 16^2 cells,
+ * four of 8^2), each axis in three passes over shared memory: every cell of every line
+ * reconstructed once, every face computed once (its flux stored, its pressure corrections
+ * kept), every cell's bed source. Consecutive threads take consecutive cells across the lines
+ * or along them, whichever lies along x. The wave speeds are reduced per leaf and axis in
+ * shared memory, then an atomic maximum per level and axis where they exceed it. */
+enum { SWEEP_THREADS = 256, SWEEP_LEAVES = SWEEP_THREADS / 64 };
+template <int M>
+static __global__ void __launch_bounds__(SWEEP_THREADS)
+    k_sweep(swe_buq_view v, const int *list, int n, swe_bits *amax) {
+  enum { LEAVES = SWEEP_THREADS / (M * M), CELLS = M * (M + 2), FACES = M * (M + 1) };
+  enum { FACE_THREADS = (LEAVES * FACES + 31) / 32 * 32 }; /* whole warps: they shuffle */
+  __shared__ swe_side lo[LEAVES * CELLS], hi[LEAVES * CELLS];
+  __shared__ int act[LEAVES * CELLS];
+  __shared__ ts_real corr_lo[LEAVES * FACES], corr_hi[LEAVES * FACES];
+  __shared__ swe_bits smax[LEAVES][2];
+  int base = blockIdx.x * LEAVES, leaves = min(LEAVES, n - base);
+  if (threadIdx.x < 2 * LEAVES)
+    smax[threadIdx.x / 2][threadIdx.x % 2] = 0;
+  for (int axis = 1; axis >= 0; axis--) {
+    __syncthreads(); /* the shared arrays of the previous axis are read */
+    for (int t = threadIdx.x; t < leaves * CELLS; t += SWEEP_THREADS) {
+      int q = t / CELLS, r = t % CELLS;
+      int line = axis ? r / (M + 2) : r % M, cell = (axis ? r % (M + 2) : r / M) - 1;
+      int at = q * CELLS + line * (M + 2) + cell + 1;
+      act[at] = buq_line_cell(&v, list[base + q], axis, buq_line_of(&v, line, axis), cell, &lo[at],
+                              &hi[at]);
+    }
+    __syncthreads();
+    for (int t = threadIdx.x; t < FACE_THREADS; t += SWEEP_THREADS) {
+      int q = t / FACES, r = t % FACES;
+      int line = axis ? r / (M + 1) : r % M, f = axis ? r % (M + 1) : r / M;
+      ts_real speed = 0;
+      if (q < leaves) { /* (t beyond the faces: q >= LEAVES) */
+        int g = q * CELLS + line * (M + 2), at = q * FACES + line * (M + 1) + f;
+        speed = buq_line_face(&v, list[base + q], line, axis, buq_line_of(&v, line, axis), f,
+                              lo + g, hi + g, act + g, &corr_lo[at], &corr_hi[at]);
+      }
+      for (int p = 0; p < LEAVES; p++) { /* the warp's largest speed of each leaf */
+        ts_real s = q == p ? speed : SWE_R(0);
+        for (int off = 16; off > 0; off /= 2)
+          s = swe_max(s, __shfl_xor_sync(0xffffffffu, s, off));
+        if ((threadIdx.x & 31) == 0 && s > 0)
+          atomicMax(&smax[p][axis], swe_to_bits(s));
+      }
+    }
+    __syncthreads();
+    for (int t = threadIdx.x; t < leaves * M * M; t += SWEEP_THREADS) {
+      int q = t / (M * M), r = t % (M * M);
+      int line = axis ? r / M : r % M, cell = axis ? r % M : r / M;
+      int g = q * CELLS + line * (M + 2) + cell + 1, face = q * FACES + line * (M + 1) + cell;
+      buq_line_source(&v, list[base + q], axis, buq_line_of(&v, line, axis), cell, act[g], lo[g],
+                      hi[g], corr_hi[face], corr_lo[face + 1]);
+    }
   }
-  if (!amax)
-    return;
-  for (int off = M / 2; off > 0; off /= 2)
-    speed = swe_max(speed, __shfl_xor_sync(0xffffffffu, speed, off));
-  if (k >= 0 && line == 0 && speed > 0)
-    atomicMax(&amax[2 * v.blocks[k].level + (x_axis ? 0 : 1)], swe_to_bits(speed));
+  __syncthreads();
+  if (amax && threadIdx.x < 2 * leaves) {
+    int q = threadIdx.x / 2, axis = threadIdx.x % 2;
+    swe_bits *to = &amax[2 * v.blocks[list[base + q]].level + (axis ? 0 : 1)];
+    if (smax[q][axis] > *(volatile swe_bits *)to)
+      atomicMax(to, smax[q][axis]);
+  }
 }
 
 static __global__ void k_limit(swe_buq_view v, const int *list, int n, ts_real dt) {
@@ -342,8 +388,11 @@ static void gpu_fluxes(void *x, double amax[][2]) {
   int n = g->nlist, M = g->d.M;
   if (amax)
     check(cudaMemset(g->amax, 0, sizeof(swe_bits) * 2 * g->levels), "wave speeds");
-  if (n > 0)
-    k_sweep<<<grid_of((long)n * 2 * M), THREADS>>>(g->d, g->list, n, amax ? g->amax : NULL);
+  if (n > 0 && M == 16)
+    k_sweep<16><<<n, SWEEP_THREADS>>>(g->d, g->list, n, amax ? g->amax : NULL);
+  else if (n > 0)
+    k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS>>>(g->d, g->list, n,
+                                                                        amax ? g->amax : NULL);
   if (!amax)
     return;
   swe_bits bits[2 * TS_BUQ_MAX_LEVELS];

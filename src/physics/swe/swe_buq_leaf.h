@@ -215,82 +215,120 @@ TS_HD static inline void buq_fine_cell(const swe_buq_view *e, int k, int side, i
   *fj = side == TS_BUQ_SOUTH ? M - 1 : (side == TS_BUQ_NORTH ? 0 : a0);
 }
 
+/* A line of leaf k: a row (x_axis) or a column of its window, cells -1 .. M. */
+typedef struct buq_line {
+  swe_idx first, step, cstep; /* the line's cell 0 in the leaf's window, the steps along and across */
+  int side_lo, side_hi;       /* the leaf's sides at its ends */
+} buq_line;
+
+TS_HD static inline buq_line buq_line_of(const swe_buq_view *e, int line, int x_axis) {
+  buq_line l;
+  l.first = x_axis ? buq_local(e, 0, line) : buq_local(e, line, 0);
+  l.step = x_axis ? 1 : e->W, l.cstep = x_axis ? e->W : 1;
+  l.side_lo = x_axis ? TS_BUQ_WEST : TS_BUQ_SOUTH;
+  l.side_hi = x_axis ? TS_BUQ_EAST : TS_BUQ_NORTH;
+  return l;
+}
+
+/* The reconstruction along the line of its cell n (-1 .. M) in leaf k: its activity, and its
+ * low and high sides (zero where inactive). */
+TS_HD static inline int buq_line_cell(const swe_buq_view *e, int k, int x_axis, buq_line l, int n,
+                                      swe_side *lo, swe_side *hi) {
+  swe_arrays a = buq_leaf_arrays(e, k);
+  swe_consts kc = buq_consts(e, e->blocks[k].level);
+  swe_idx c = l.first + n * l.step;
+  int act = a.active[c];
+  lo->w = lo->b = lo->h = lo->u = lo->v = 0;
+  *hi = *lo;
+  if (act)
+    swe_reconstruct_cell(&a, &kc, c, l.step, x_axis, swe_face_bed(&a, c - l.step, l.step, l.cstep),
+                         swe_face_bed(&a, c, l.step, l.cstep), lo, hi);
+  return act;
+}
+
+/* Face f (0 .. M) of the line `line` of leaf k, from its cells' reconstructions (lo, hi, act of
+ * cell n at n + 1, as buq_line_cell gave them): its flux stored, the pressure corrections of its
+ * low and high cell, and its wave speed returned. A face to a coarser leaf pairs this cell's
+ * reconstruction with the coarse cell's; a face to finer leaves is the mean of the two finer
+ * faces (this cell's correction too), each pairing this cell with a fine cell, so both leaves
+ * compute the same faces. */
+TS_HD static inline ts_real buq_line_face(const swe_buq_view *e, int k, int line, int x_axis,
+                                          buq_line l, int f, const swe_side *lo,
+                                          const swe_side *hi, const int *act, ts_real *corr_lo,
+                                          ts_real *corr_hi) {
+  const ts_buq_block *b = &e->blocks[k];
+  swe_consts kc = buq_consts(e, b->level);
+  int M = e->M, side = f == 0 ? l.side_lo : (f == M ? l.side_hi : -1);
+  ts_buq_relation rel = side >= 0 ? b->side_relation[side] : TS_BUQ_SAME;
+  ts_real flux[3], speed;
+  if (rel == TS_BUQ_FINER) {
+    ts_real sum[3] = {0, 0, 0}, corr = 0;
+    speed = 0;
+    for (int q = 0; q < 2; q++) {
+      int n, fi, fj;
+      swe_side flo = lo[0], fhi = hi[0];
+      buq_fine_cell(e, k, side, line, q, &n, &fi, &fj);
+      int fact = n >= 0 && buq_reconstruct(e, n, fi, fj, x_axis, &flo, &fhi);
+      ts_real fq[3], cl, cr, sq;
+      if (f == 0)
+        sq = swe_face_between(&kc, fact, act[1], fhi, lo[1], fq, &cl, &cr);
+      else
+        sq = swe_face_between(&kc, act[M], fact, hi[M], flo, fq, &cl, &cr);
+      for (int c3 = 0; c3 < 3; c3++)
+        sum[c3] += fq[c3];
+      corr += f == 0 ? cr : cl;
+      speed = swe_max(speed, sq);
+    }
+    for (int c3 = 0; c3 < 3; c3++)
+      flux[c3] = SWE_R(0.5) * sum[c3];
+    *corr_lo = *corr_hi = SWE_R(0.5) * corr;
+  } else if (rel == TS_BUQ_COARSER) {
+    int n, ci, cj;
+    swe_side clo = lo[0], chi = hi[0];
+    buq_coarse_cell(e, k, side, line, &n, &ci, &cj);
+    int cact = buq_reconstruct(e, n, ci, cj, x_axis, &clo, &chi);
+    if (f == 0)
+      speed = swe_face_between(&kc, cact, act[1], chi, lo[1], flux, corr_lo, corr_hi);
+    else
+      speed = swe_face_between(&kc, act[M], cact, hi[M], clo, flux, corr_lo, corr_hi);
+  } else {
+    speed = swe_face_between(&kc, act[f], act[f + 1], hi[f], lo[f + 1], flux, corr_lo, corr_hi);
+  }
+  swe_idx o = (swe_idx)k * e->P, c = o + l.first + f * l.step;
+  ts_real *const *fl = x_axis ? e->fx : e->fy;
+  fl[0][c] = flux[0];
+  fl[1][c] = flux[1];
+  fl[2][c] = flux[2];
+  return speed;
+}
+
+/* The bed source of cell n (0 .. M - 1) of the line: the pressure corrections of its low face
+ * (corr_hi of face n) and its high face (corr_lo of face n + 1) with the slope source between
+ * its sides. */
+TS_HD static inline void buq_line_source(const swe_buq_view *e, int k, int x_axis, buq_line l,
+                                         int n, int act, swe_side lo, swe_side hi,
+                                         ts_real low_face_corr, ts_real high_face_corr) {
+  ts_real g = (ts_real)e->gravity;
+  ts_real low = act ? low_face_corr + swe_bed_source(lo, hi, g) : SWE_R(0);
+  (x_axis ? e->src_x : e->src_y)[(swe_idx)k * e->P + l.first + n * l.step] = low - high_face_corr;
+}
+
 /* One line of leaf k (a row for x, a column for y) from cell -1 to M, as sweep_line of
  * swe_kernels.c: every face 0..M gets its flux, every cell its bed source with the pressure
- * corrections of its faces. A face to a coarser leaf pairs this cell's reconstruction with the
- * coarse cell's; a face to finer leaves is the mean of the two finer faces (this cell's
- * correction too), each pairing this cell with a fine cell, so both leaves compute the same
- * faces. Returns the largest wave speed of the faces. */
+ * corrections of its faces. Returns the largest wave speed of the faces. */
 TS_HD static inline ts_real buq_sweep(const swe_buq_view *e, int k, int line, int x_axis) {
-  const ts_buq_block *b = &e->blocks[k];
-  swe_arrays a = buq_leaf_arrays(e, k);
-  swe_consts kc = buq_consts(e, b->level);
-  int M = e->M, side_lo = x_axis ? TS_BUQ_WEST : TS_BUQ_SOUTH;
-  int side_hi = x_axis ? TS_BUQ_EAST : TS_BUQ_NORTH;
-  swe_idx step = x_axis ? 1 : e->W, cstep = x_axis ? e->W : 1;
-  swe_idx first = x_axis ? buq_local(e, 0, line) : buq_local(e, line, 0);
-  ts_real *f0 = x_axis ? a.fx[0] : a.fy[0], *f1 = x_axis ? a.fx[1] : a.fy[1];
-  ts_real *f2 = x_axis ? a.fx[2] : a.fy[2], *src = x_axis ? a.src_x : a.src_y;
+  int M = e->M;
+  buq_line l = buq_line_of(e, line, x_axis);
   swe_side lo[SWE_BUQ_MAX_BLOCK + 2], hi[SWE_BUQ_MAX_BLOCK + 2];
   int act[SWE_BUQ_MAX_BLOCK + 2];
-  for (int n = -1; n <= M; n++) {
-    swe_idx c = first + n * step;
-    act[n + 1] = a.active[c];
-    lo[n + 1].w = lo[n + 1].b = lo[n + 1].h = lo[n + 1].u = lo[n + 1].v = 0;
-    hi[n + 1] = lo[n + 1];
-    if (act[n + 1])
-      swe_reconstruct_cell(&a, &kc, c, step, x_axis, swe_face_bed(&a, c - step, step, cstep),
-                           swe_face_bed(&a, c, step, cstep), &lo[n + 1], &hi[n + 1]);
-  }
-  ts_real amax = 0, src_prev = 0;
+  for (int n = -1; n <= M; n++)
+    act[n + 1] = buq_line_cell(e, k, x_axis, l, n, &lo[n + 1], &hi[n + 1]);
+  ts_real amax = 0, low_corr = 0, corr_lo, corr_hi;
   for (int f = 0; f <= M; f++) {
-    swe_idx c = first + f * step;
-    int side = f == 0 ? side_lo : (f == M ? side_hi : -1);
-    ts_buq_relation rel = side >= 0 ? b->side_relation[side] : TS_BUQ_SAME;
-    ts_real flux[3], corr_lo, corr_hi, speed;
-    if (rel == TS_BUQ_FINER) {
-      ts_real sum[3] = {0, 0, 0}, corr = 0;
-      speed = 0;
-      for (int q = 0; q < 2; q++) {
-        int n, fi, fj;
-        swe_side flo = lo[0], fhi = hi[0];
-        buq_fine_cell(e, k, side, line, q, &n, &fi, &fj);
-        int fact = n >= 0 && buq_reconstruct(e, n, fi, fj, x_axis, &flo, &fhi);
-        ts_real fq[3], cl, cr, sq;
-        if (f == 0)
-          sq = swe_face_between(&kc, fact, act[1], fhi, lo[1], fq, &cl, &cr);
-        else
-          sq = swe_face_between(&kc, act[M], fact, hi[M], flo, fq, &cl, &cr);
-        for (int c3 = 0; c3 < 3; c3++)
-          sum[c3] += fq[c3];
-        corr += f == 0 ? cr : cl;
-        speed = swe_max(speed, sq);
-      }
-      for (int c3 = 0; c3 < 3; c3++)
-        flux[c3] = SWE_R(0.5) * sum[c3];
-      corr_lo = corr_hi = SWE_R(0.5) * corr;
-    } else if (rel == TS_BUQ_COARSER) {
-      int n, ci, cj;
-      swe_side clo = lo[0], chi = hi[0];
-      buq_coarse_cell(e, k, side, line, &n, &ci, &cj);
-      int cact = buq_reconstruct(e, n, ci, cj, x_axis, &clo, &chi);
-      if (f == 0)
-        speed = swe_face_between(&kc, cact, act[1], chi, lo[1], flux, &corr_lo, &corr_hi);
-      else
-        speed = swe_face_between(&kc, act[M], cact, hi[M], clo, flux, &corr_lo, &corr_hi);
-    } else {
-      speed = swe_face_between(&kc, act[f], act[f + 1], hi[f], lo[f + 1], flux, &corr_lo, &corr_hi);
-    }
-    amax = swe_max(amax, speed);
-    f0[c] = flux[0];
-    f1[c] = flux[1];
-    f2[c] = flux[2];
+    amax = swe_max(amax, buq_line_face(e, k, line, x_axis, l, f, lo, hi, act, &corr_lo, &corr_hi));
     if (f > 0)
-      src[c - step] = src_prev - corr_lo;
-    if (f < M && act[f + 1])
-      src_prev = corr_hi + swe_bed_source(lo[f + 1], hi[f + 1], kc.g);
-    else
-      src_prev = 0;
+      buq_line_source(e, k, x_axis, l, f - 1, act[f], lo[f], hi[f], low_corr, corr_lo);
+    low_corr = corr_hi;
   }
   return amax;
 }
