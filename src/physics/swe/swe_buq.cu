@@ -4,9 +4,10 @@
  * kernels that call the view's functions, the same code as the CPU loops, built without fused
  * multiply-add: both backends give the same bits. A thread per ghost cell, per cell (limiters,
  * update, maps); the sweeps a thread block per leaf (per four leaves of 8^2 cells), with the
- * reconstructions and face corrections in shared memory; the leaves of the step are a list in device memory, by level from the
- * coarsest, so the prolongations run level by level. The host reads back the leaves holding
- * water (early exit), the wave speeds of each level (the time step) and the non-finite flag. */
+ * reconstructions and face corrections in shared memory; the leaves of the step are a list in
+ * device memory, by level from the coarsest, so the prolongations run level by level. The host
+ * reads back the leaves holding water (early exit), the wave speeds of each level (the time step)
+ * and the non-finite flag. */
 #include "physics/swe/swe_gpu.cuh"
 
 extern "C" {
@@ -392,7 +393,7 @@ static void gpu_fluxes(void *x, double amax[][2]) {
     k_sweep<16><<<n, SWEEP_THREADS>>>(g->d, g->list, n, amax ? g->amax : NULL);
   else if (n > 0)
     k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS>>>(g->d, g->list, n,
-                                                                        amax ? g->amax : NULL);
+                                                                         amax ? g->amax : NULL);
   if (!amax)
     return;
   swe_bits bits[2 * TS_BUQ_MAX_LEVELS];

@@ -217,8 +217,9 @@ TS_HD static inline void buq_fine_cell(const swe_buq_view *e, int k, int side, i
 
 /* A line of leaf k: a row (x_axis) or a column of its window, cells -1 .. M. */
 typedef struct buq_line {
-  swe_idx first, step, cstep; /* the line's cell 0 in the leaf's window, the steps along and across */
-  int side_lo, side_hi;       /* the leaf's sides at its ends */
+  swe_idx first, step,
+      cstep;            /* the line's cell 0 in the leaf's window, the steps along and across */
+  int side_lo, side_hi; /* the leaf's sides at its ends */
 } buq_line;
 
 TS_HD static inline buq_line buq_line_of(const swe_buq_view *e, int line, int x_axis) {
@@ -253,9 +254,8 @@ TS_HD static inline int buq_line_cell(const swe_buq_view *e, int k, int x_axis, 
  * faces (this cell's correction too), each pairing this cell with a fine cell, so both leaves
  * compute the same faces. */
 TS_HD static inline ts_real buq_line_face(const swe_buq_view *e, int k, int line, int x_axis,
-                                          buq_line l, int f, const swe_side *lo,
-                                          const swe_side *hi, const int *act, ts_real *corr_lo,
-                                          ts_real *corr_hi) {
+                                          buq_line l, int f, const swe_side *lo, const swe_side *hi,
+                                          const int *act, ts_real *corr_lo, ts_real *corr_hi) {
   const ts_buq_block *b = &e->blocks[k];
   swe_consts kc = buq_consts(e, b->level);
   int M = e->M, side = f == 0 ? l.side_lo : (f == M ? l.side_hi : -1);
