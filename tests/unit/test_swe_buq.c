@@ -6,7 +6,11 @@
  *   levels), stays at rest: surface and discharges within rounding after 300 steps;
  * - a dam break whose front crosses the interfaces keeps its volume to rounding (double:
  *   1e-13 relative; float: the compensated sums keep it to 1e-6);
- * - a checkpoint taken mid-run and loaded into a new solver continues bit for bit. */
+ * - a checkpoint taken mid-run and loaded into a new solver continues bit for bit;
+ * - rain (a grid of rates, then a uniform frame) and losses (a grid of initial losses and a
+ *   continuing rate) on one level equal the uniform grid's bit for bit (state, maps, the
+ *   budget's rain and losses); on three levels the volume equals the initial volume plus the
+ *   rain less the losses to rounding, and a restart continues bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,7 +257,122 @@ static void mass_and_restart(void) {
   ts_raster_free(&refine);
 }
 
+/* Rain frames (a grid: 40 mm/h on the west half, 10 on the east, from 0 s; a grid of 20 mm/h
+ * everywhere from 12 s until 30 s) and losses (5 mm initial on the north half, none south; 2 mm/h
+ * continuing). */
+static void with_sources(ts_swe_params *p, ts_raster *rain_grid, ts_raster *initial) {
+  static double t[2] = {0, 12};
+  ts_raster_alloc(rain_grid, NX, NY, 0, 0, 2.0, -9999);
+  ts_raster_alloc(initial, NX, NY, 0, 0, 2.0, -9999);
+  for (int c = 0; c < NX * NY; c++) {
+    rain_grid->v[c] = (c % NX < NX / 2 ? 40.0 : 10.0) / 3.6e6;
+    initial->v[c] = c / NX > NY / 2 ? 0.005 : 0.0;
+  }
+  rain_grid->v[5 + 7 * NX] = -9999; /* NODATA: no rain there */
+  static ts_raster frames[2];
+  frames[0] = *rain_grid;
+  ts_raster_alloc(&frames[1], NX, NY, 0, 0, 2.0, -9999);
+  for (int c = 0; c < NX * NY; c++)
+    frames[1].v[c] = 20.0 / 3.6e6;
+  p->rain.nframes = 2;
+  p->rain.t = t;
+  p->rain.end = 30;
+  p->rain.grids = frames;
+  p->losses.initial_grid = initial;
+  p->losses.rate = 2.0 / 3.6e6;
+}
+
+static void sources(void) {
+  ts_raster bed, h0, refine, rain, initial;
+  terrain(&bed, &h0);
+  band_refine(&refine);
+  size_t n4 = 4 * (size_t)NX * NY;
+  double *uni = malloc(sizeof(double) * n4), *buq = malloc(sizeof(double) * n4);
+  for (int prec = 0; prec < 2; prec++) {
+    ts_swe_params p;
+    ts_swe_params_default(&p);
+    p.precision = prec ? TS_DOUBLE : TS_FLOAT;
+    p.friction = TS_FRICTION_MANNING;
+    p.friction_value = 0.03;
+    with_sources(&p, &rain, &initial);
+    /* one level against the uniform grid, to 40 s (both rain frames and the dry spell after) */
+    ts_swe *s[2] = {NULL, NULL};
+    ts_swe_budget budget[2];
+    double vol[2];
+    int ok = 1;
+    for (int g = 0; g < 2; g++) {
+      p.grid.type = g ? TS_GRID_BUQ : TS_GRID_UNIFORM;
+      ok &= ts_swe_create(&s[g], &p, &bed, &h0, NULL, NULL, NULL) == TS_OK;
+      if (!ok)
+        break;
+      double dt;
+      while (ok && ts_swe_time(s[g]) < 40)
+        ok &= ts_swe_step(s[g], 40 - ts_swe_time(s[g]), &dt) == TS_OK;
+      ts_swe_var vars[4] = {TS_SWE_H, TS_SWE_HU, TS_SWE_LOSS, TS_SWE_MAX_H};
+      for (int v = 0; v < 4; v++)
+        ts_swe_get(s[g], vars[v], (g ? buq : uni) + (size_t)v * NX * NY);
+      ok &= ts_swe_budget_get(s[g], &budget[g]) == TS_OK;
+      vol[g] = ts_swe_volume(s[g]);
+    }
+    CHECK(ok && same_bits(uni, buq, n4) && vol[0] == vol[1] && budget[0].rain == budget[1].rain &&
+              budget[0].losses == budget[1].losses && ts_swe_steps(s[0]) == ts_swe_steps(s[1]),
+          "rain and losses on one level equal the uniform grid bit for bit (%s): rain %.6g m3, "
+          "losses %.6g m3",
+          prec ? "double" : "float", ok ? budget[1].rain : 0, ok ? budget[1].losses : 0);
+    ts_swe_destroy(s[0]);
+    ts_swe_destroy(s[1]);
+    /* three levels: volume against rain less losses; a restart mid-rain */
+    p.grid.type = TS_GRID_BUQ;
+    p.grid.block = 8;
+    p.grid.levels = 3;
+    p.grid.refine = &refine;
+    ts_swe *a = NULL, *r = NULL;
+    ok = ts_swe_create(&a, &p, &bed, &h0, NULL, NULL, NULL) == TS_OK &&
+         ts_swe_create(&r, &p, &bed, &h0, NULL, NULL, NULL) == TS_OK;
+    double v0 = ok ? ts_swe_volume(a) : 0, dt;
+    while (ok && ts_swe_time(a) < 10)
+      ok = ts_swe_step(a, 10 - ts_swe_time(a), &dt) == TS_OK;
+    size_t bytes = 0;
+    void *blob = NULL;
+    ok = ok && ts_swe_checkpoint_size(a, &bytes) == TS_OK && (blob = malloc(bytes)) &&
+         ts_swe_checkpoint_save(a, blob, bytes) == TS_OK &&
+         ts_swe_checkpoint_load(r, blob, bytes) == TS_OK;
+    while (ok && ts_swe_time(a) < 40)
+      ok = ts_swe_step(a, 40 - ts_swe_time(a), &dt) == TS_OK &&
+           ts_swe_step(r, 40 - ts_swe_time(r), &dt) == TS_OK;
+    ts_swe_budget b = {0};
+    ok = ok && ts_swe_budget_get(a, &b) == TS_OK;
+    double v1 = ok ? ts_swe_volume(a) : 0, expect = v0 + b.rain - b.losses;
+    double tol = prec ? 1e-12 : 2e-6;
+    CHECK(ok && fabs(v1 - expect) <= tol * expect && b.rain > 1 && b.losses > 1,
+          "three levels with rain and losses (%s): volume %.9g against %.9g (initial + rain %.4g - "
+          "losses %.4g), relative %.1e (tolerance %.0e)",
+          prec ? "double" : "float", v1, expect, b.rain, b.losses, fabs(v1 - expect) / expect, tol);
+    int same = ok;
+    ts_swe_var vars[3] = {TS_SWE_H, TS_SWE_HU, TS_SWE_LOSS};
+    for (int v = 0; v < 3 && ok; v++) {
+      ts_swe_get(a, vars[v], uni);
+      ts_swe_get(r, vars[v], buq);
+      same &= same_bits(uni, buq, (size_t)NX * NY);
+    }
+    CHECK(same, "restart with rain and losses on three levels continues bit for bit (%s)",
+          prec ? "double" : "float");
+    free(blob);
+    ts_swe_destroy(a);
+    ts_swe_destroy(r);
+    ts_raster_free(&rain);
+    ts_raster_free(&initial);
+    ts_raster_free((ts_raster *)&p.rain.grids[1]);
+  }
+  free(uni);
+  free(buq);
+  ts_raster_free(&bed);
+  ts_raster_free(&h0);
+  ts_raster_free(&refine);
+}
+
 int main(void) {
+  sources();
   one_level_is_uniform();
   lake_at_rest();
   mass_and_restart();

@@ -365,8 +365,8 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
 }
 
 /* A solver on a quadtree grid: the block engine of the precision, in one process on the CPU
- * or one GPU, with walls (and NODATA) around the water, no sources and a uniform friction (what the
- * engine covers so far). One subdomain for the callers that read the split. */
+ * or one GPU, with walls (and NODATA) around the water (what the engine covers so far), rain and
+ * losses. One subdomain for the callers that read the split. */
 static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
                             const swe_inputs *in) {
   s->p = *params;
@@ -389,10 +389,9 @@ static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_ras
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs as one subdomain for now");
   if (swe_has_open_sides(params))
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes wall boundaries only for now");
-  if (swe_has_sources(params))
-    return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes no rain or losses for now");
   count_active(s, bed);
   TS_CALL(copy_raster(&s->bed, bed));
+  TS_CALL(copy_sources(s, params));
   int n[3] = {s->nx, s->ny, 1}, parts[3] = {0, 0, 1};
   TS_CALL(ts_decomp_create(&s->decomp, 2, n, 1, TS_DECOMP_ROWS, parts));
   s->sub_rank = calloc(1, sizeof *s->sub_rank);
@@ -508,7 +507,8 @@ ts_status ts_swe_step(ts_swe *s, double dt_max, double *dt_taken) {
   return TS_OK;
 }
 
-/* The parts take the rain frame of time t when it is not the one they hold. */
+/* The parts (or the quadtree engine) take the rain frame of time t when it is not the one they
+ * hold; the engine gives the frame's rain summed over its cells (its cells are not the bed's). */
 static void take_rain_frame(ts_swe *s) {
   int frame = swe_rain_frame(s, s->t);
   if (frame == s->rain_frame)
@@ -516,6 +516,13 @@ static void take_rain_frame(ts_swe *s) {
   s->rain_frame = frame;
   for (int k = 0; k < s->nparts; k++)
     swe_part_set_rain(s->parts[k], s, frame);
+  if (s->buq) {
+    const ts_raster *grid = frame >= 0 && s->rain_grids ? &s->rain_grids[frame] : NULL;
+    double rate = frame >= 0 && s->rain_rate ? s->rain_rate[frame] : 0;
+    double sum = s->buq_ops->set_rain(s->buq, grid, rate);
+    if (frame >= 0)
+      s->rain_sums[frame] = sum;
+  }
 }
 
 /* Steps land on the rain's frame times, so each step lies in one frame, whose rain it adds to
@@ -526,22 +533,23 @@ ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, t
     return ts_error(TS_ERR_INTERNAL, "swe: target time %g is not after %g", target, s->t);
   if (max_steps < 1)
     return TS_OK;
-  if (s->buq) {
-    double dt, t_after;
-    TS_CALL(s->buq_ops->step(s->buq, s->t, target, &dt, &t_after));
-    s->t = t_after;
-    s->steps++;
-    out->taken = 1;
-    out->t[0] = s->t;
-    out->dt[0] = dt;
-    return TS_OK;
-  }
   target = fmin(target, swe_rain_next_time(s, s->t));
   stop = fmin(stop, target);
   take_rain_frame(s);
   ts_status st;
-  s->ran_on_device = swe_steps_on_device(s);
-  if (s->ran_on_device) {
+  s->ran_on_device = !s->buq && swe_steps_on_device(s);
+  if (s->buq) {
+    double dt, t_after;
+    double step_max = s->rain_frame >= 0 ? s->rain_step_max[s->rain_frame] : INFINITY;
+    st = s->buq_ops->step(s->buq, s->t, target, step_max, &dt, &t_after);
+    if (st == TS_OK) {
+      s->t = t_after;
+      s->steps++;
+      out->taken = 1;
+      out->t[0] = s->t;
+      out->dt[0] = dt;
+    }
+  } else if (s->ran_on_device) {
     swe_steps_report report;
     st = swe_run_on_device(s, target, stop, max_steps, &report);
     *out = report.steps;
@@ -692,6 +700,8 @@ ts_status ts_swe_budget_get(const ts_swe *s, ts_swe_budget *out) {
           ts_exact_sum_add(&sums[r], records[r][c]);
       }
   }
+  if (s->buq)
+    s->buq_ops->losses(s->buq, &sums[2]);
   for (int r = 0; r < 3; r++)
     TS_CALL(ts_comm_exact_sum(s->comm, &sums[r]));
   out->rain = s->rain_volume;

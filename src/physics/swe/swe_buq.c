@@ -11,7 +11,8 @@
  * neighbours (early exit), then per stage the ghost cells from the neighbours (same level:
  * copies; finer: restriction; coarser: prolongation, coarsest levels first so that a coarse
  * leaf's ghosts are in place when a finer one reads them), fluxes, the time step from the wave
- * speeds of every level, outflow limiters, the update; then the maps. The passes run as OpenMP
+ * speeds of every level, outflow limiters, the update; then the maps, and the step's rain and
+ * losses on every leaf (swe_source_cell, as the uniform grid's). The passes run as OpenMP
  * loops here (cpu_passes) or as CUDA kernels (swe_buq.cu) on a mirror of the arrays in device
  * memory, whose host copy is brought up to date before it is read. A face between levels is
  * computed from the reconstructions of the coarse cell (in its leaf) and the fine cell (in its
@@ -63,6 +64,7 @@ typedef struct engine {
   const swe_buq_passes *ops;
   void *x;
   int host_stale; /* the device holds a newer state than the host arrays */
+  int sources;    /* rain or losses (swe_has_sources) */
 } engine;
 
 static inline int64_t cell_at(const engine *e, int k, int i, int j) {
@@ -174,6 +176,16 @@ static void init_leaf(engine *e, int k, const swe_inputs *in) {
         e->v.friction[cell_at(e, k, i, j)] =
             (ts_real)level_mean(in->friction, b->level, I, J, 0, &n);
     }
+}
+
+/* The mean of raster r (NODATA: 0) over each cell of leaf k, into its M^2 elements of dst. */
+static void leaf_means(engine *e, int k, const ts_raster *r, ts_real *dst) {
+  const ts_buq_block *b = &e->q.blocks[k];
+  int M = e->M, n;
+  for (int j = 0; j < M; j++)
+    for (int i = 0; i < M; i++)
+      dst[(int64_t)k * M * M + i + (int64_t)M * j] =
+          (ts_real)level_mean(r, b->level, b->bi * M + i, b->bj * M + j, 1, &n);
 }
 
 /* ---------------------------------------------------------------- CPU passes */
@@ -312,9 +324,20 @@ static void cpu_record(void *x, double t, double dt) {
         buq_record_cell(&e->v, e->list[n], i, j, t, dt);
 }
 
-static const swe_buq_passes cpu_passes = {
-    NULL,       NULL,       NULL,      NULL,       NULL,         cpu_wet,   cpu_set_list,
-    cpu_ghosts, cpu_fluxes, cpu_limit, cpu_update, cpu_take_bad, cpu_record};
+/* Rain and losses on every leaf (dry leaves too: rain wets them). */
+static void cpu_sources(void *x, double dt) {
+  engine *e = x;
+#pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
+  for (int k = 0; k < e->q.nblocks; k++)
+    for (int j = 0; j < e->M; j++)
+      for (int i = 0; i < e->M; i++)
+        buq_source_cell(&e->v, k, i, j, dt);
+}
+
+static const swe_buq_passes cpu_passes = {NULL,       NULL,        NULL,         NULL,
+                                          NULL,       cpu_wet,     cpu_set_list, cpu_ghosts,
+                                          cpu_fluxes, cpu_limit,   cpu_update,   cpu_take_bad,
+                                          cpu_record, cpu_sources, NULL};
 
 /* ---------------------------------------------------------------- steps */
 
@@ -357,7 +380,8 @@ static void choose_leaves(engine *e) {
   e->ops->set_list(e->x, e->list, e->nlist, e->dropped, e->ndropped);
 }
 
-static ts_status engine_step(void *ev, double t, double target, double *dt_out, double *t_after) {
+static ts_status engine_step(void *ev, double t, double target, double step_max, double *dt_out,
+                             double *t_after) {
   engine *e = ev;
   int stages = e->p.rk_order == 1 ? 1 : 2;
   double dt = 0;
@@ -373,7 +397,7 @@ static ts_status engine_step(void *ev, double t, double target, double *dt_out, 
         ax = fmax(ax, ldexp(amax[l][0], -l));
         ay = fmax(ay, ldexp(amax[l][1], -l));
       }
-      dt = swe_time_step(ax, ay, e->p.cfl, e->v.dx0, e->v.dx0, INFINITY, t, target,
+      dt = swe_time_step(ax, ay, e->p.cfl, e->v.dx0, e->v.dx0, step_max, t, target,
                          e->p.precision == TS_DOUBLE, t_after);
       if (!(dt > 0))
         return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, t);
@@ -385,6 +409,8 @@ static ts_status engine_step(void *ev, double t, double target, double *dt_out, 
   }
   e->t = *t_after;
   e->ops->record(e->x, e->t, dt);
+  if (e->sources)
+    e->ops->sources(e->x, dt);
   e->host_stale = e->ops != &cpu_passes;
   *dt_out = dt;
   if (e->ops->take_bad(e->x))
@@ -408,6 +434,10 @@ static void engine_destroy(void *ev) {
     free(*maps[k]);
   free(e->v.active);
   free(e->v.friction);
+  free(e->v.rain);
+  free(e->v.loss_initial);
+  free(e->v.loss_rate);
+  free(e->v.lost);
   free(e->computed);
   free(e->list);
   free(e->dropped);
@@ -545,6 +575,17 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
   failed |= !(e->v.active = calloc(cells, 1));
   if (in->friction) /* a coefficient per cell: the mean over its bed cells */
     failed |= !(e->v.friction = calloc(cells, sizeof(ts_real)));
+  e->sources = swe_has_sources(p);
+  e->v.loss_initial_value = p->losses.initial;
+  e->v.loss_rate_value = p->losses.rate;
+  if (e->sources)
+    failed |= !(e->v.lost = calloc(leaf_cells, sizeof(double)));
+  if (p->rain.nframes > 0 && p->rain.grids)
+    failed |= !(e->v.rain = calloc(leaf_cells, sizeof(ts_real)));
+  if (p->losses.initial_grid)
+    failed |= !(e->v.loss_initial = calloc(leaf_cells, sizeof(ts_real)));
+  if (p->losses.rate_grid)
+    failed |= !(e->v.loss_rate = calloc(leaf_cells, sizeof(ts_real)));
   failed |= !(e->computed = calloc(nb, 1)) || !(e->list = malloc(sizeof(int) * nb)) ||
             !(e->dropped = malloc(sizeof(int) * nb)) || !(e->wet = malloc(nb));
   if (failed) {
@@ -557,6 +598,10 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
   for (int k = 0; k < e->q.nblocks; k++) {
     build_leaf(e, k, bed);
     init_leaf(e, k, in);
+    if (e->v.loss_initial)
+      leaf_means(e, k, p->losses.initial_grid, e->v.loss_initial);
+    if (e->v.loss_rate)
+      leaf_means(e, k, p->losses.rate_grid, e->v.loss_rate);
   }
   all_leaves(e);
   cpu_ghosts(e);
@@ -610,6 +655,48 @@ static void engine_set_surface(void *ev, const ts_raster *eta) {
   state_changed(e);
 }
 
+static double engine_set_rain(void *ev, const ts_raster *grid, double rate) {
+  engine *e = ev;
+  int M = e->M;
+  e->v.rain_rate = grid ? 0 : rate;
+  if (e->v.rain) {
+#pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
+    for (int k = 0; k < e->q.nblocks; k++)
+      if (grid)
+        leaf_means(e, k, grid, e->v.rain);
+      else
+        memset(e->v.rain + (int64_t)k * M * M, 0, sizeof(ts_real) * (size_t)M * M);
+  }
+  ts_exact_sum sum = {0, 0};
+  for (int k = 0; k < e->q.nblocks; k++) {
+    double area = ldexp(1.0, 2 * e->q.blocks[k].level);
+    for (int j = 0; j < M; j++)
+      for (int i = 0; i < M; i++)
+        if (e->v.active[cell_at(e, k, i, j)])
+          ts_exact_sum_add(
+              &sum, area * (double)(e->v.rain ? e->v.rain[(int64_t)k * M * M + i + (int64_t)M * j]
+                                              : (ts_real)e->v.rain_rate));
+  }
+  if (e->ops->set_rain)
+    e->ops->set_rain(e->x, &e->v);
+  return ts_exact_sum_value(sum);
+}
+
+static void engine_losses(const void *ev, ts_exact_sum *sum) {
+  const engine *e = ev;
+  if (!e->v.lost)
+    return;
+  to_host(e);
+  int M = e->M;
+  for (int k = 0; k < e->q.nblocks; k++) {
+    double area = ldexp(1.0, 2 * e->q.blocks[k].level);
+    for (int j = 0; j < M; j++)
+      for (int i = 0; i < M; i++)
+        if (e->v.active[cell_at(e, k, i, j)])
+          ts_exact_sum_add(sum, area * e->v.lost[(int64_t)k * M * M + i + (int64_t)M * j]);
+  }
+}
+
 /* ---------------------------------------------------------------- access */
 
 static double cell_value(const engine *e, ts_swe_var var, int k, int i, int j) {
@@ -634,7 +721,7 @@ static double cell_value(const engine *e, ts_swe_var var, int k, int i, int j) {
   case TS_SWE_MAX_ETA: return e->v.max_eta[m];
   case TS_SWE_DURATION: return e->v.duration[m];
   case TS_SWE_MAX_HAZARD: return e->v.max_hazard[m];
-  case TS_SWE_LOSS: return 0;
+  case TS_SWE_LOSS: return e->v.lost ? e->v.lost[m] : 0;
   }
   return NAN;
 }
@@ -791,11 +878,12 @@ static void engine_stats(const void *ev, ts_swe_grid_stats *out) {
                               (SWE_BUQ_NARRAYS * sizeof(ts_real) + 1 + 11 * sizeof(double));
 }
 
-/* Checkpoint: the state (w, hu, hv, w_carry) of every leaf cell, then the six maps. */
+/* Checkpoint: the state (w, hu, hv, w_carry) of every leaf cell, then the six maps, then (with
+ * sources) what the losses took. */
 static size_t engine_state_bytes(const void *ev) {
   const engine *e = ev;
   size_t cells = (size_t)e->q.nblocks * e->M * e->M;
-  return cells * (4 * sizeof(ts_real) + 6 * sizeof(double));
+  return cells * (4 * sizeof(ts_real) + (6 + (e->v.lost != NULL)) * sizeof(double));
 }
 
 static void engine_save(const void *ev, void *blob) {
@@ -816,6 +904,8 @@ static void engine_save(const void *ev, void *blob) {
     memcpy(p, maps[m], sizeof(double) * cells);
     p += sizeof(double) * cells;
   }
+  if (e->v.lost)
+    memcpy(p, e->v.lost, sizeof(double) * cells);
 }
 
 static void engine_load(void *ev, const void *blob) {
@@ -836,11 +926,14 @@ static void engine_load(void *ev, const void *blob) {
     memcpy(maps[m], p, sizeof(double) * cells);
     p += sizeof(double) * cells;
   }
+  if (e->v.lost)
+    memcpy(e->v.lost, p, sizeof(double) * cells);
   state_changed(e);
 }
 
-const swe_buq_ops SWE_BUQ_OPS = {
-    engine_create, engine_destroy,     engine_set_surface, engine_step,
-    engine_value,  engine_probe,       engine_leaf_cells,  engine_leaf_values,
-    engine_get,    engine_volume,      engine_wet_cells,   engine_active_blocks,
-    engine_stats,  engine_state_bytes, engine_save,        engine_load};
+const swe_buq_ops SWE_BUQ_OPS = {engine_create,      engine_destroy,       engine_set_surface,
+                                 engine_step,        engine_set_rain,      engine_losses,
+                                 engine_value,       engine_probe,         engine_leaf_cells,
+                                 engine_leaf_values, engine_get,           engine_volume,
+                                 engine_wet_cells,   engine_active_blocks, engine_stats,
+                                 engine_state_bytes, engine_save,          engine_load};

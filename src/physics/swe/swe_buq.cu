@@ -185,6 +185,12 @@ static __global__ void k_update(swe_buq_view v, const int *list, int n, ts_real 
     *bad = 1;
 }
 
+static __global__ void k_sources(swe_buq_view v, int n, double dt) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
+  if (t < n * MM)
+    buq_source_cell(&v, t / MM, (t % MM) % v.M, (t % MM) / v.M, dt);
+}
+
 static __global__ void k_record(swe_buq_view v, const int *list, int n, double t_now, double dt) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
   if (t < n * MM)
@@ -222,6 +228,10 @@ static void gpu_release(void *x) {
     cudaFree(*maps[k]);
   cudaFree(g->d.active);
   cudaFree(g->d.friction);
+  cudaFree(g->d.rain);
+  cudaFree(g->d.loss_initial);
+  cudaFree(g->d.loss_rate);
+  cudaFree(g->d.lost);
   cudaFree(g->blocks);
   cudaFree(g->list);
   cudaFree(g->dropped);
@@ -254,6 +264,18 @@ static void copy_arrays(gpu_state *g, swe_buq_view *h, int up) {
                      leaf_cells * sizeof(double),
                      up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
           "quadtree maps");
+  if (h->lost)
+    check(cudaMemcpy(up ? (void *)g->d.lost : (void *)h->lost, up ? (void *)h->lost : g->d.lost,
+                     leaf_cells * sizeof(double),
+                     up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
+          "losses");
+  ts_real *const inputs[3][2] = {
+      {g->d.rain, h->rain}, {g->d.loss_initial, h->loss_initial}, {g->d.loss_rate, h->loss_rate}};
+  for (int k = 0; k < 3 && up; k++)
+    if (inputs[k][1])
+      check(cudaMemcpy(inputs[k][0], inputs[k][1], leaf_cells * sizeof(ts_real),
+                       cudaMemcpyHostToDevice),
+            "rain and losses");
   if (up)
     check(cudaMemcpy(g->d.active, h->active, cells, cudaMemcpyHostToDevice), "activity");
   if (up && h->friction)
@@ -327,6 +349,16 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   failed |= cudaMalloc((void **)&g->d.active, cells) != cudaSuccess;
   if (h->friction)
     failed |= cudaMalloc((void **)&g->d.friction, cells * sizeof(ts_real)) != cudaSuccess;
+  ts_real **inputs[3] = {&g->d.rain, &g->d.loss_initial, &g->d.loss_rate};
+  const ts_real *host_inputs[3] = {h->rain, h->loss_initial, h->loss_rate};
+  for (int k = 0; k < 3; k++) {
+    *inputs[k] = NULL;
+    if (host_inputs[k])
+      failed |= cudaMalloc((void **)inputs[k], leaf_cells * sizeof(ts_real)) != cudaSuccess;
+  }
+  g->d.lost = NULL;
+  if (h->lost)
+    failed |= cudaMalloc((void **)&g->d.lost, leaf_cells * sizeof(double)) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->blocks, sizeof(ts_buq_block) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->list, sizeof(int) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->dropped, sizeof(int) * nblocks) != cudaSuccess;
@@ -437,6 +469,22 @@ static void gpu_record(void *x, double t, double dt) {
   check(cudaGetLastError(), "quadtree kernels");
 }
 
+static void gpu_sources(void *x, double dt) {
+  gpu_state *g = (gpu_state *)x;
+  k_sources<<<grid_of((long)g->nblocks * g->d.M * g->d.M), THREADS>>>(g->d, g->nblocks, dt);
+}
+
+static void gpu_set_rain(void *x, const void *view) {
+  gpu_state *g = (gpu_state *)x;
+  const swe_buq_view *h = (const swe_buq_view *)view;
+  g->d.rain_rate = h->rain_rate;
+  if (h->rain)
+    check(cudaMemcpy(g->d.rain, h->rain, sizeof(ts_real) * g->nblocks * g->d.M * g->d.M,
+                     cudaMemcpyHostToDevice),
+          "rain");
+}
+
 extern "C" const swe_buq_passes SWE_BUQ_GPU = {
-    gpu_attach, gpu_release, gpu_upload, gpu_download, gpu_read_cells, gpu_wet,   gpu_set_list,
-    gpu_ghosts, gpu_fluxes,  gpu_limit,  gpu_update,   gpu_take_bad,   gpu_record};
+    gpu_attach, gpu_release,  gpu_upload, gpu_download, gpu_read_cells,
+    gpu_wet,    gpu_set_list, gpu_ghosts, gpu_fluxes,   gpu_limit,
+    gpu_update, gpu_take_bad, gpu_record, gpu_sources,  gpu_set_rain};

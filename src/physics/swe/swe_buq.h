@@ -21,9 +21,17 @@ typedef struct swe_buq_ops {
                       const ts_raster *surface, int threads, int device);
   void (*destroy)(void *e);
   void (*set_surface)(void *e, const ts_raster *eta);
-  /* One step from t towards target (shortened to land on it): *dt the step, *t_after the time
-   * after it. Returns TS_ERR_NUMERIC on a non-finite value or a collapsed step. */
-  ts_status (*step)(void *e, double t, double target, double *dt, double *t_after);
+  /* One step from t towards target (shortened to land on it), at most step_max long (the rain's
+   * limit, INFINITY): *dt the step, *t_after the time after it; then its rain and losses.
+   * Returns TS_ERR_NUMERIC on a non-finite value or a collapsed step. */
+  ts_status (*step)(void *e, double t, double target, double step_max, double *dt, double *t_after);
+  /* The rain of a frame from now on: a grid of rates (m/s, the bed's geometry, NODATA: none;
+   * each cell takes the mean over its bed cells) or, grid NULL, the uniform rate. Returns the
+   * rate summed over the active cells, each times its area in finest cells (the budget's rain
+   * per second over the finest cell's area). */
+  double (*set_rain)(void *e, const ts_raster *grid, double rate);
+  /* The water the losses took so far, in finest-cell units, summed exactly. */
+  void (*losses)(const void *e, ts_exact_sum *sum);
   /* The value of var at finest cell (i, j) inside the grid: that of the leaf cell covering it
    * (NaN where inactive). */
   double (*value)(const void *e, ts_swe_var var, int i, int j);
@@ -54,8 +62,9 @@ typedef struct swe_buq_ops {
  * and maps, read_cells those of a few cells (the CPU has none of them); wet marks the leaves
  * holding water; set_list gives the leaves of the step (by level from the coarsest) and those
  * dropped from it (their fluxes zeroed); ghosts, fluxes (with amax: the largest wave speeds per
- * level, x and y), limit (limiters of the cells and their first ghost ring), update and record are
- * the passes of engine_step; take_bad returns and clears the non-finite flag of the updates. */
+ * level, x and y), limit (limiters of the cells and their first ghost ring), update, record and
+ * sources (rain and losses on every leaf) are the passes of engine_step; take_bad returns and
+ * clears the non-finite flag of the updates; set_rain takes the view's rain (array and rate). */
 typedef struct swe_buq_passes {
   ts_status (*attach)(void **x, const void *view, int nblocks, int levels, int device);
   void (*release)(void *x);
@@ -72,6 +81,8 @@ typedef struct swe_buq_passes {
   void (*update)(void *x, double dt, int stage);
   int (*take_bad)(void *x);
   void (*record)(void *x, double t, double dt);
+  void (*sources)(void *x, double dt);
+  void (*set_rain)(void *x, const void *view);
 } swe_buq_passes;
 
 #if TESSERA_HAVE_CUDA

@@ -22,6 +22,12 @@ typedef struct swe_buq_view {
   unsigned char *active;
   ts_real *friction; /* per cell (P per leaf, the mean over its bed cells), NULL: uniform */
   double *max_h, *max_speed, *arrival, *max_eta, *duration, *max_hazard;
+  /* rain and losses (with sources): per leaf cell (M^2 per leaf) the rain rate (m/s), initial
+   * loss (m) and loss rate (m/s), the mean over its bed cells (NULL: the uniform value below),
+   * and the water the losses took so far (m) */
+  ts_real *rain, *loss_initial, *loss_rate;
+  double *lost;
+  double rain_rate, loss_initial_value, loss_rate_value;
   const ts_buq_block *blocks;
   int M, W;      /* cells along a leaf, points along its window (M + 2 SWE_GHOST + 1) */
   int P, origin; /* elements of a window, element of its cell (0, 0): int, so that the layout is
@@ -448,6 +454,22 @@ TS_HD static inline int buq_update_cell(const swe_buq_view *e, int k, int i, int
     limits[s] = SWE_R(1);
   }
   return swe_update_cell_limited(&a, &a, &kc, c, c, dt, stage, limits);
+}
+
+/* Rain and losses of a step of dt on cell (i, j) of leaf k (swe_source_cell, as the uniform
+ * grid's sources), then its velocities. */
+TS_HD static inline void buq_source_cell(const swe_buq_view *e, int k, int i, int j, double dt) {
+  swe_idx c = buq_local(e, i, j), m = (swe_idx)k * e->M * e->M + i + (swe_idx)e->M * j;
+  swe_arrays a = buq_leaf_arrays(e, k);
+  if (!a.active[c])
+    return;
+  swe_consts kc = buq_consts(e, e->blocks[k].level);
+  ts_real dt_r = (ts_real)dt;
+  ts_real rain = e->rain ? e->rain[m] * dt_r : (ts_real)e->rain_rate * dt_r;
+  ts_real loss = e->loss_rate ? e->loss_rate[m] * dt_r : (ts_real)e->loss_rate_value * dt_r;
+  swe_source_cell(&a, c, rain, e->loss_initial ? (double)e->loss_initial[m] : e->loss_initial_value,
+                  loss, &e->lost[m]);
+  swe_cell_velocity(&a, &kc, c);
 }
 
 /* Whether cell (i, j) of leaf k holds water. */
