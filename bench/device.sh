@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -253,6 +253,27 @@ if [ "$what" = buq ]; then
     cmp "$out/mal_uniform/max_h.asc" "$out/mal_buq1/max_h.asc" &&
       echo "malpasset: one level's max_h.asc equals the uniform grid's"
   } 2>&1 | tee "$out/buq.log"
+fi
+
+# Quadtree grids over partitions and GPUs (issues 18 and 21): the gpu tests of the block engine
+# (partitions on one GPU and on two), the wet basin on 1 partition and on 4 of GPU 0, then weak
+# (8192^2 per GPU, one level) and strong (8192^2, one level and three) over every GPU in one
+# process.
+if [ "$what" = buq-gpus ]; then
+  (cd "$build" && ctest -L gpu -R buq --output-on-failure -j1) 2>&1 | tee "$out/gpu_tests_buq.log"
+  {
+    "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq
+    "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq --subdomains 4
+    if [ "$gpus" -ge 2 ]; then
+      devs=$(seq -s, 0 $((gpus - 1)))
+      "$T" bench swe --backend cuda --devices "$devs" --weak --size 8192 --steps 30 --grid buq \
+        --json "$out/buq_weak.json"
+      "$T" bench swe --backend cuda --devices "$devs" --strong --size 8192 --steps 30 --grid buq \
+        --json "$out/buq_strong.json"
+      "$T" bench swe --backend cuda --devices "$devs" --strong --size 8192 --steps 30 --grid buq \
+        --levels 3 --json "$out/buq_strong_3.json"
+    fi
+  } 2>&1 | tee "$out/buq_gpus.log"
 fi
 
 # RMCRT over the GPUs (issue 21): 256^3 x 100 rays on GPU 0 and on every GPU (one host thread per

@@ -44,6 +44,15 @@ typedef struct ts_halo_field {
   const uint32_t *dir_mask;
 } ts_halo_field;
 
+/* A transfer named outright (a plan's `links`): subdomain `src` sends its cells box - shift (in
+ * its own coordinates) into the cells `box` of subdomain `dst`. Patches that are not boxes of one
+ * global grid, such as the leaves of a quadtree kept in per-subdomain slots, exchange this way. */
+typedef struct ts_halo_link {
+  int src, dst;
+  ts_box box;
+  int shift[3];
+} ts_halo_link;
+
 typedef struct ts_halo_spec {
   int nsub;
   const int *sub_rank;     /* rank running each subdomain */
@@ -62,6 +71,11 @@ typedef struct ts_halo_spec {
   int period[3];
   int nfields;
   const ts_halo_field *layout; /* nfields entries: ncomp, elem and dir_mask (pointers unused) */
+  /* With nlinks > 0 the transfers are these links, in this order (the same list on every
+   * rank), every component of every field going: src, dst, dst_owned, src_owned, include_self
+   * and period are not read. */
+  int nlinks;
+  const ts_halo_link *links;
 } ts_halo_spec;
 
 typedef struct ts_halo_times {

@@ -1,5 +1,6 @@
-/* Halo exchange plans: transfers from box intersections, direct copies between subdomains of
- * one process, packed MPI messages (persistent requests) between processes. */
+/* Halo exchange plans: transfers from box intersections (or named outright as links), direct
+ * copies between subdomains of one process, packed MPI messages (persistent requests) between
+ * processes. */
 #include "tessera/halo.h"
 
 #include <omp.h>
@@ -96,6 +97,28 @@ static int append(halo_xfer **list, int *n, halo_xfer x) {
   return 1;
 }
 
+/* Files transfer x (this rank at one end at least) as a local copy, a send or a receive, with
+ * its place in the send or receive buffer; one that moves nothing is dropped. 0: no memory. */
+static int add_xfer(ts_halo_plan *p, const ts_halo_spec *spec, halo_xfer x, size_t *send_bytes,
+                    size_t *recv_bytes) {
+  int rs = spec->sub_rank[x.src], rd = spec->sub_rank[x.dst];
+  if (rs != p->rank && rd != p->rank)
+    return 1;
+  x.bytes = xfer_bytes(p, &x.box, x.dir);
+  if (x.bytes == 0)
+    return 1;
+  if (rs == rd)
+    return append(&p->local, &p->nlocal, x);
+  if (rs == p->rank) {
+    x.offset = *send_bytes;
+    *send_bytes += x.bytes;
+    return append(&p->sends, &p->nsends, x);
+  }
+  x.offset = *recv_bytes;
+  *recv_bytes += x.bytes;
+  return append(&p->recvs, &p->nrecvs, x);
+}
+
 ts_status ts_halo_plan_create(ts_halo_plan **out, const ts_comm *c, const ts_halo_spec *spec) {
   *out = NULL;
   if (spec->nfields < 1 || spec->nfields > 8)
@@ -119,10 +142,16 @@ ts_status ts_halo_plan_create(ts_halo_plan **out, const ts_comm *c, const ts_hal
   int shifts = 1; /* combinations of -period, 0, +period over the periodic axes */
   for (int a = 0; a < 3; a++)
     shifts *= spec->period[a] > 0 ? 3 : 1;
-  for (int d = 0; d < spec->nsub && ok; d++) {
+  for (int l = 0; l < spec->nlinks && ok; l++) {
+    const ts_halo_link *link = &spec->links[l];
+    halo_xfer x = {.src = link->src, .dst = link->dst, .box = link->box};
+    memcpy(x.shift, link->shift, sizeof x.shift);
+    x.dir = ts_halo_dir(0, 0, 0);
+    ok = add_xfer(p, spec, x, &send_bytes, &recv_bytes);
+  }
+  for (int d = 0; d < spec->nsub && ok && spec->nlinks == 0; d++) {
     for (int s = 0; s < spec->nsub && ok; s++) {
-      int rs = spec->sub_rank[s], rd = spec->sub_rank[d];
-      if (rs != p->rank && rd != p->rank)
+      if (spec->sub_rank[s] != p->rank && spec->sub_rank[d] != p->rank)
         continue;
       for (int k = 0; k < shifts && ok; k++) {
         halo_xfer x = {.src = s, .dst = d};
@@ -143,20 +172,7 @@ ts_status ts_halo_plan_create(ts_halo_plan **out, const ts_comm *c, const ts_hal
         } else {
           x.dir = box_dir(&x.box, spec->dst_owned ? &spec->dst_owned[d] : &spec->dst[d]);
         }
-        x.bytes = xfer_bytes(p, &x.box, x.dir);
-        if (x.bytes == 0)
-          continue;
-        if (rs == rd) {
-          ok = append(&p->local, &p->nlocal, x);
-        } else if (rs == p->rank) {
-          x.offset = send_bytes;
-          send_bytes += x.bytes;
-          ok = append(&p->sends, &p->nsends, x);
-        } else {
-          x.offset = recv_bytes;
-          recv_bytes += x.bytes;
-          ok = append(&p->recvs, &p->nrecvs, x);
-        }
+        ok = add_xfer(p, spec, x, &send_bytes, &recv_bytes);
       }
     }
   }

@@ -10,7 +10,11 @@
  * - rain (a grid of rates, then a uniform frame) and losses (a grid of initial losses and a
  *   continuing rate) on one level equal the uniform grid's bit for bit (state, maps, the
  *   budget's rain and losses); on three levels the volume equals the initial volume plus the
- *   rain less the losses to rounding, and a restart continues bit for bit. */
+ *   rain less the losses to rounding, and a restart continues bit for bit;
+ * - the leaves cut into partitions ([parallel] subdomains: 2, 3, 5, 11 and 23) give the bits
+ *   of one partition (state, maps, volume, budget, steps) on three levels with rain, losses and
+ *   early exit, float and double, on the small grid and on one 2.7 times wider and taller (parts
+ *   many rings deep); a checkpoint of 3 partitions continues in one bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,7 +375,118 @@ static void sources(void) {
   ts_raster_free(&refine);
 }
 
+/* A dam break over the terrain of `terrain` on an nx x ny grid, refined in a band across the
+ * middle (three levels), with the rain and losses of with_sources (rasters of NX x NY only:
+ * those on the small grid). */
+static void partitioned_case(int nx, int ny, ts_raster *bed, ts_raster *h0, ts_raster *refine) {
+  ts_raster_alloc(bed, nx, ny, 0, 0, 2.0, -9999);
+  ts_raster_alloc(h0, nx, ny, 0, 0, 2.0, -9999);
+  ts_raster_alloc(refine, nx, ny, 0, 0, 2.0, -9999);
+  for (int j = 0; j < ny; j++)
+    for (int i = 0; i < nx; i++) {
+      double x = i * 2.0, y = j * 2.0;
+      size_t c = (size_t)i + (size_t)j * nx;
+      bed->v[c] = 0.02 * x + 0.5 * sin(y / 9.0) + 0.3 * cos(x / 7.0);
+      if ((i - 60) * (i - 60) + (j - 30) * (j - 30) < 16)
+        bed->v[c] = -9999;
+      h0->v[c] = (i < 12 && j > 20 && j < ny - 20) ? 3.0 : 0.0;
+      refine->v[c] = (i > 30 && i < 55 + nx / 4) ? 2.0 : 8.0;
+    }
+}
+
+/* Runs p to time `end` / 3, then to `end`, on `parts` partitions (checkpoint: taken at `end` / 3
+ * and continued in a solver of one partition); out: h, hu, hv, maximum speed, losses and arrival;
+ * returns 0 on failure. */
+static int run_parts(ts_swe_params p, int parts, int with_checkpoint, const ts_raster *bed,
+                     const ts_raster *h0, double end, double *out, double *volume,
+                     ts_swe_budget *budget, int64_t *steps) {
+  ts_swe *s = NULL, *r = NULL;
+  p.parallel.subdomains = parts;
+  int ok = ts_swe_create(&s, &p, bed, h0, NULL, NULL, NULL) == TS_OK;
+  double dt;
+  while (ok && ts_swe_time(s) < end / 3)
+    ok = ts_swe_step(s, end / 3 - ts_swe_time(s), &dt) == TS_OK;
+  if (ok && with_checkpoint) {
+    size_t bytes = 0;
+    void *blob = NULL;
+    p.parallel.subdomains = 1;
+    ok = ts_swe_checkpoint_size(s, &bytes) == TS_OK && (blob = malloc(bytes)) &&
+         ts_swe_checkpoint_save(s, blob, bytes) == TS_OK &&
+         ts_swe_create(&r, &p, bed, h0, NULL, NULL, NULL) == TS_OK &&
+         ts_swe_checkpoint_load(r, blob, bytes) == TS_OK;
+    free(blob);
+    ts_swe_destroy(s);
+    s = r;
+  }
+  while (ok && ts_swe_time(s) < end)
+    ok = ts_swe_step(s, end - ts_swe_time(s), &dt) == TS_OK;
+  if (!ok)
+    printf("partitions %d: %s\n", parts, ts_error_message());
+  size_t n = (size_t)bed->ncols * bed->nrows;
+  ts_swe_var vars[6] = {TS_SWE_H,         TS_SWE_HU,   TS_SWE_HV,
+                        TS_SWE_MAX_SPEED, TS_SWE_LOSS, TS_SWE_ARRIVAL};
+  for (int v = 0; v < 6 && ok; v++)
+    ts_swe_get(s, vars[v], out + (size_t)v * n);
+  ok = ok && ts_swe_budget_get(s, budget) == TS_OK;
+  *volume = ok ? ts_swe_volume(s) : 0;
+  *steps = ok ? ts_swe_steps(s) : 0;
+  ts_swe_destroy(s);
+  return ok;
+}
+
+static void partitions(void) {
+  for (int size = 0; size < 2; size++) {
+    int nx = size ? 257 : NX, ny = size ? 161 : NY;
+    ts_raster bed, h0, refine, rain, initial;
+    partitioned_case(nx, ny, &bed, &h0, &refine);
+    size_t n6 = 6 * (size_t)nx * ny;
+    double *one = malloc(sizeof(double) * n6), *cut = malloc(sizeof(double) * n6);
+    for (int prec = 0; prec < 2; prec++) {
+      ts_swe_params p;
+      ts_swe_params_default(&p);
+      p.precision = prec ? TS_DOUBLE : TS_FLOAT;
+      p.friction = TS_FRICTION_MANNING;
+      p.friction_value = 0.03;
+      if (!size)
+        with_sources(&p, &rain, &initial);
+      else
+        p.losses.rate = 2.0 / 3.6e6;
+      p.grid.type = TS_GRID_BUQ;
+      p.grid.block = 8;
+      p.grid.levels = 3;
+      p.grid.refine = &refine;
+      double end = size ? 25 : 30, vol[2];
+      ts_swe_budget budget[2];
+      int64_t steps[2];
+      int ok = run_parts(p, 1, 0, &bed, &h0, end, one, &vol[0], &budget[0], &steps[0]);
+      int cuts[6] = {2, 3, 5, 11, 23, 3};
+      for (int c = 0; c < 6; c++) {
+        int checkpoint = c == 5;
+        int ran = ok && run_parts(p, cuts[c], checkpoint, &bed, &h0, end, cut, &vol[1], &budget[1],
+                                  &steps[1]);
+        CHECK(ran && same_bits(one, cut, n6) && vol[0] == vol[1] &&
+                  budget[0].rain == budget[1].rain && budget[0].losses == budget[1].losses &&
+                  steps[0] == steps[1],
+              "%s%d partitions give the bits of one (%dx%d, %s, %lld steps, volume %.9g m3)",
+              checkpoint ? "a checkpoint of " : "", cuts[c], nx, ny, prec ? "double" : "float",
+              (long long)steps[0], vol[0]);
+      }
+      if (!size) {
+        ts_raster_free(&rain);
+        ts_raster_free(&initial);
+        ts_raster_free((ts_raster *)&p.rain.grids[1]);
+      }
+    }
+    free(one);
+    free(cut);
+    ts_raster_free(&bed);
+    ts_raster_free(&h0);
+    ts_raster_free(&refine);
+  }
+}
+
 int main(void) {
+  partitions();
   sources();
   one_level_is_uniform();
   lake_at_rest();

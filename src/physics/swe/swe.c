@@ -365,8 +365,9 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
 }
 
 /* A solver on a quadtree grid: the block engine of the precision, in one process on the CPU
- * or one GPU, with walls (and NODATA) around the water (what the engine covers so far), rain and
- * losses. One subdomain for the callers that read the split. */
+ * or its GPUs, its leaves cut into [parallel] subdomains partitions (at least one per GPU), with
+ * walls (and NODATA) around the water (what the engine covers so far), rain and losses. One
+ * subdomain for the callers that read the split. */
 static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
                             const swe_inputs *in) {
   s->p = *params;
@@ -379,27 +380,26 @@ static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_ras
   if (s->nranks > 1)
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs in one process for now (%d ranks)",
                     s->nranks);
-  int device = -1; /* the CUDA backend: the first device listed, or GPU 0 */
+  int devices[TS_MAX_DEVICES], ndevices = 0; /* CUDA: the devices listed, or GPU 0 */
   if (s->backend == TS_BACKEND_CUDA) {
-    device = params->parallel.ndevices > 0 ? params->parallel.devices[0] : 0;
-    if (device < 0 || params->parallel.ndevices > 1)
-      return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs on one GPU for now");
+    ndevices = params->parallel.ndevices > 0 ? params->parallel.ndevices : 1;
+    for (int d = 0; d < ndevices; d++)
+      devices[d] = params->parallel.ndevices > 0 ? params->parallel.devices[d] : 0;
   }
-  if (params->parallel.subdomains > 1)
-    return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs as one subdomain for now");
+  int parts = params->parallel.subdomains > ndevices ? params->parallel.subdomains : ndevices;
   if (swe_has_open_sides(params))
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes wall boundaries only for now");
   count_active(s, bed);
   TS_CALL(copy_raster(&s->bed, bed));
   TS_CALL(copy_sources(s, params));
-  int n[3] = {s->nx, s->ny, 1}, parts[3] = {0, 0, 1};
-  TS_CALL(ts_decomp_create(&s->decomp, 2, n, 1, TS_DECOMP_ROWS, parts));
+  int n[3] = {s->nx, s->ny, 1}, split[3] = {0, 0, 1};
+  TS_CALL(ts_decomp_create(&s->decomp, 2, n, 1, TS_DECOMP_ROWS, split));
   s->sub_rank = calloc(1, sizeof *s->sub_rank);
   if (!s->sub_rank)
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
   s->buq_ops = params->precision == TS_DOUBLE ? &swe_buq_ops_double : &swe_buq_ops_float;
   return s->buq_ops->create(&s->buq, params, in, params->grid.water_surface, omp_get_max_threads(),
-                            device);
+                            parts, devices, ndevices);
 }
 
 ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_raster *bed,
@@ -1051,6 +1051,7 @@ ts_status ts_swe_checkpoint_load(ts_swe *s, const void *blob, size_t bytes) {
     s->buq_ops->load(s->buq, (const char *)blob + sizeof h);
     s->t = h.t;
     s->steps = h.steps;
+    s->rain_volume = h.rain_volume;
     return TS_OK;
   }
   TS_CALL(swe_finish_exchange(s));

@@ -19,7 +19,15 @@
  * leaf), by both leaves alike, so both see the same bits: the fine cell takes it as is, the
  * coarse cell the mean of its two fine faces, each limited by the limiter of the cell its water
  * leaves, so volume is kept to rounding; each side keeps its own face bed and pressure
- * correction, so a lake at rest stays at rest. */
+ * correction, so a lake at rest stays at rest.
+ *
+ * Partitions ([parallel] subdomains, or one per GPU listed): the leaves in Morton order are cut
+ * into ranges of equal count (ts_buq_partition), each a part with its own arrays (on the CPU or
+ * its GPU) holding its own leaves and copies of the leaves around them, four rings deep (plus the
+ * coarser leaves whose ghosts a copy's prolongation reads): before each stage the halo engine
+ * (halo.h, links between leaf slots) brings the copies' cells from their owners, and each part
+ * computes ghosts three rings out, fluxes two, limiters one and updates its own leaves, every
+ * value with the same inputs as in one part: the result is the same bits under any partition. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -27,6 +35,8 @@
 
 #include "physics/swe/swe_buq.h"
 #include "tessera/buq.h"
+#include "tessera/gpu.h"
+#include "tessera/halo.h"
 
 #if TS_REAL_DOUBLE
 typedef double ts_real;
@@ -47,31 +57,67 @@ typedef int64_t swe_idx;
 
 enum { G = SWE_GHOST };
 
-typedef struct engine {
-  ts_buq q;
-  ts_swe_params p;
-  swe_buq_view v; /* the arrays in host memory */
-  int M, W;       /* cells along a leaf, points along its window */
-  int64_t P;      /* elements of one leaf's window */
-  int threads;
+/* A part: its leaves (its own first, in Morton order, then the copies, in Morton order) with
+ * their arrays in host memory, and the passes that run on them (the CPU's, or a GPU's mirror). */
+typedef struct part {
+  swe_buq_view v;       /* the arrays in host memory */
+  ts_buq_block *blocks; /* its leaves, neighbours renumbered to its own (-1: not held) */
+  int nblocks, owned;
+  int *global;         /* per leaf: its index in the grid */
+  unsigned char *ring; /* per leaf: 0 its own, 1 .. RINGS the ring of copies around them */
+  int M, W, levels, threads;
+  int64_t P;               /* elements of one leaf's window */
   unsigned char *computed; /* per leaf: computed in this step (early exit) */
-  int *list, nlist;        /* the leaves computed, by level from the coarsest */
-  int *dropped, ndropped;  /* the leaves no longer computed: their fluxes are zeroed */
   unsigned char *wet;      /* per leaf: holds water (choose_leaves) */
-  int bad;                 /* the CPU's updates of this step met a non-finite value */
-  double t;                /* time of the state (for the maps) */
-  /* the passes: cpu_passes on the engine, or the CUDA backend's on its device mirror */
+  int *list;              /* the leaves of the step by ring, each ring by level from the coarsest */
+  int counts[4];          /* update and maps, limiters, fluxes, ghosts: list[0 .. counts[i]) */
+  int *dropped, ndropped; /* the leaves no longer computed: their fluxes are zeroed */
+  int bad;                /* the CPU's updates of this step met a non-finite value */
+  /* the passes: cpu_passes on the part, or the CUDA backend's on its device mirror */
   const swe_buq_passes *ops;
   void *x;
   int host_stale; /* the device holds a newer state than the host arrays */
-  int sources;    /* rain or losses (swe_has_sources) */
+} part;
+
+/* Rings of copies a part holds around its own leaves: updates read limiters one ring out,
+ * limiters fluxes two out, fluxes ghosts three out, ghosts cells four out. */
+enum { RINGS = 4, RING_LIMIT = 1, RING_FLUX = 2, RING_GHOST = 3 };
+
+typedef struct engine {
+  ts_buq q;
+  ts_swe_params p;
+  int M, W;  /* cells along a leaf, points along its window */
+  int64_t P; /* elements of one leaf's window */
+  int threads;
+  int nparts;
+  part *parts;
+  int *first;              /* nparts + 1: part i owns the grid's leaves first[i] .. first[i+1]-1 */
+  ts_halo_plan *plan;      /* the copies' cells from their owners (NULL: nothing to move) */
+  ts_halo_field *fields;   /* per part: w, hu, hv in host memory */
+  ts_halo_field *mirrored; /* per part: the same on its device (GPU parts) */
+  double t;                /* time of the state (for the maps) */
+  int sources;             /* rain or losses (swe_has_sources) */
 } engine;
 
-static inline int64_t cell_at(const engine *e, int k, int i, int j) {
+static inline int64_t cell_at(const part *e, int k, int i, int j) {
   return buq_cell(&e->v, k, i, j);
 }
 
-static inline swe_idx local(const engine *e, int i, int j) { return buq_local(&e->v, i, j); }
+static inline swe_idx local(const part *e, int i, int j) { return buq_local(&e->v, i, j); }
+
+/* The part owning leaf k of the grid, and k's place among its leaves. */
+static part *owner_of(const engine *e, int k, int *slot) {
+  int lo = 0, hi = e->nparts - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (e->first[mid] <= k)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  *slot = k - e->first[lo];
+  return &e->parts[lo];
+}
 
 /* ---------------------------------------------------------------- building */
 
@@ -107,8 +153,8 @@ static double level_bed(const ts_raster *bed, int level, int I, int J) {
 /* Beds and activity of leaf k's window: cells active where their level's DEM mean exists
  * (outside the domain: walls), corners the mean of the active cells around them, cells the
  * mean of their corners (build_bed of swe_kernels.c on each level). */
-static void build_leaf(engine *e, int k, const ts_raster *dem) {
-  const ts_buq_block *b = &e->q.blocks[k];
+static void build_leaf(part *e, int k, const ts_raster *dem) {
+  const ts_buq_block *b = &e->blocks[k];
   int M = e->M, I0 = b->bi * M, J0 = b->bj * M;
   swe_arrays a = buq_leaf_arrays(&e->v, k);
   ts_real *corner = (ts_real *)a.corner, *bed = (ts_real *)a.bed;
@@ -153,8 +199,8 @@ static void build_leaf(engine *e, int k, const ts_raster *dem) {
 
 /* The state of leaf k's cells from the initial depth and discharges (kernels_init of
  * swe_kernels.c, each cell's values the means over its finest cells). */
-static void init_leaf(engine *e, int k, const swe_inputs *in) {
-  const ts_buq_block *b = &e->q.blocks[k];
+static void init_leaf(part *e, int k, const swe_inputs *in) {
+  const ts_buq_block *b = &e->blocks[k];
   int M = e->M;
   swe_arrays a = buq_leaf_arrays(&e->v, k);
   for (int j = 0; j < M; j++)
@@ -179,8 +225,8 @@ static void init_leaf(engine *e, int k, const swe_inputs *in) {
 }
 
 /* The mean of raster r (NODATA: 0) over each cell of leaf k, into its M^2 elements of dst. */
-static void leaf_means(engine *e, int k, const ts_raster *r, ts_real *dst) {
-  const ts_buq_block *b = &e->q.blocks[k];
+static void leaf_means(part *e, int k, const ts_raster *r, ts_real *dst) {
+  const ts_buq_block *b = &e->blocks[k];
   int M = e->M, n;
   for (int j = 0; j < M; j++)
     for (int i = 0; i < M; i++)
@@ -191,9 +237,9 @@ static void leaf_means(engine *e, int k, const ts_raster *r, ts_real *dst) {
 /* ---------------------------------------------------------------- CPU passes */
 
 static void cpu_wet(void *x, unsigned char *wet) {
-  engine *e = x;
+  part *e = x;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(e->threads)
-  for (int k = 0; k < e->q.nblocks; k++) {
+  for (int k = 0; k < e->nblocks; k++) {
     int any = 0;
     for (int j = 0; j < e->M && !any; j++)
       for (int i = 0; i < e->M && !any; i++)
@@ -202,9 +248,10 @@ static void cpu_wet(void *x, unsigned char *wet) {
   }
 }
 
-static void cpu_set_list(void *x, const int *list, int n, const int *dropped, int ndropped) {
-  engine *e = x;
-  (void)list, (void)n;
+static void cpu_set_list(void *x, const int *list, const int counts[4], const int *dropped,
+                         int ndropped) {
+  part *e = x;
+  (void)list, (void)counts;
   for (int d = 0; d < ndropped; d++) {
     int64_t o = (int64_t)dropped[d] * e->P;
     for (int c3 = 0; c3 < 3; c3++) {
@@ -216,23 +263,23 @@ static void cpu_set_list(void *x, const int *list, int n, const int *dropped, in
   }
 }
 
-/* The ghost cells of the listed leaves: copies and restrictions (which read leaves' own cells),
- * then prolongations, coarsest leaves first (they read the coarse leaf's ghosts), then their
- * velocities. */
+/* The ghost cells of the leaves up to the ghost ring: copies and restrictions (which read
+ * leaves' own cells), then prolongations, coarsest leaves first (they read the coarse leaf's
+ * ghosts), then their velocities (a copy's cells too: they came without them). */
 static void cpu_ghosts(void *x) {
-  engine *e = x;
+  part *e = x;
   const swe_buq_view *v = &e->v;
-  int M = e->M;
+  int M = e->M, n_ghosts = e->counts[3];
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int n = 0; n < e->nlist; n++)
+  for (int n = 0; n < n_ghosts; n++)
     for (int side = 0; side < 4; side++)
       if (v->blocks[e->list[n]].side_relation[side] != TS_BUQ_COARSER)
         for (int layer = 0; layer < G; layer++)
           for (int at = 0; at < M; at++)
             buq_fill_ghost(v, e->list[n], side, layer, at);
-  for (int level = e->q.levels - 2; level >= 0; level--) {
+  for (int level = e->levels - 2; level >= 0; level--) {
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-    for (int n = 0; n < e->nlist; n++) {
+    for (int n = 0; n < n_ghosts; n++) {
       const ts_buq_block *b = &v->blocks[e->list[n]];
       for (int side = 0; side < 4 && b->level == level; side++)
         if (b->side_relation[side] == TS_BUQ_COARSER)
@@ -241,27 +288,28 @@ static void cpu_ghosts(void *x) {
     }
   }
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int n = 0; n < e->nlist; n++) {
-    int k = e->list[n];
+  for (int n = 0; n < n_ghosts; n++) {
+    int k = e->list[n], copy = k >= v->owned;
     swe_arrays a = buq_leaf_arrays(v, k);
     swe_consts kc = buq_consts(v, v->blocks[k].level);
     for (int j = -G; j < M + G; j++)
       for (int i = -G; i < M + G; i++)
-        if (i < 0 || j < 0 || i >= M || j >= M)
+        if (copy || i < 0 || j < 0 || i >= M || j >= M)
           swe_cell_velocity(&a, &kc, local(e, i, j));
   }
 }
 
-/* Fluxes of the listed leaves; with amax, the largest wave speeds per level (x, y). */
+/* Fluxes of the leaves up to the flux ring; with amax, the largest wave speeds per level (x,
+ * y). */
 static void cpu_fluxes(void *x, double amax[][2]) {
-  engine *e = x;
-  int L = e->q.levels;
+  part *e = x;
+  int L = e->levels, n_fluxes = e->counts[2];
   double ax[TS_BUQ_MAX_LEVELS] = {0}, ay[TS_BUQ_MAX_LEVELS] = {0};
 #pragma omp parallel num_threads(e->threads)
   {
     ts_real lx[TS_BUQ_MAX_LEVELS] = {0}, ly[TS_BUQ_MAX_LEVELS] = {0};
 #pragma omp for schedule(dynamic, 4)
-    for (int n = 0; n < e->nlist; n++) {
+    for (int n = 0; n < n_fluxes; n++) {
       int k = e->list[n], level = e->v.blocks[k].level;
       for (int line = 0; line < e->M; line++) {
         lx[level] = swe_max(lx[level], buq_sweep(&e->v, k, line, 1));
@@ -279,27 +327,29 @@ static void cpu_fluxes(void *x, double amax[][2]) {
       amax[l][0] = ax[l], amax[l][1] = ay[l];
 }
 
-/* Limiters and speed caps of the listed leaves' cells, then of their first ghost ring. */
+/* Limiters and speed caps of the cells of the leaves up to the limiter ring, then of their first
+ * ghost ring. */
 static void cpu_limit(void *x, double dt) {
-  engine *e = x;
-  int M = e->M;
+  part *e = x;
+  int M = e->M, n_limit = e->counts[1];
 #pragma omp parallel for schedule(dynamic, 4) num_threads(e->threads)
-  for (int n = 0; n < e->nlist; n++)
+  for (int n = 0; n < n_limit; n++)
     for (int j = 0; j < M; j++)
       for (int i = 0; i < M; i++)
         buq_drain_cell(&e->v, e->list[n], i, j, (ts_real)dt);
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int n = 0; n < e->nlist; n++)
+  for (int n = 0; n < n_limit; n++)
     for (int side = 0; side < 4; side++)
       for (int at = 0; at < M; at++)
         buq_drain_ghost(&e->v, e->list[n], side, at);
 }
 
+/* The update of the part's own leaves. */
 static void cpu_update(void *x, double dt, int stage) {
-  engine *e = x;
-  int M = e->M, bad = 0;
+  part *e = x;
+  int M = e->M, bad = 0, n_update = e->counts[0];
 #pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(e->threads)
-  for (int n = 0; n < e->nlist; n++)
+  for (int n = 0; n < n_update; n++)
     for (int j = 0; j < M; j++)
       for (int i = 0; i < M; i++)
         if (e->v.active[cell_at(e, e->list[n], i, j)])
@@ -308,60 +358,88 @@ static void cpu_update(void *x, double dt, int stage) {
 }
 
 static int cpu_take_bad(void *x) {
-  engine *e = x;
+  part *e = x;
   int bad = e->bad;
   e->bad = 0;
   return bad;
 }
 
-/* The flood maps of the listed leaves at time t after a step of dt. */
+/* The flood maps of the part's own computed leaves at time t after a step of dt. */
 static void cpu_record(void *x, double t, double dt) {
-  engine *e = x;
+  part *e = x;
+  int n_update = e->counts[0];
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int n = 0; n < e->nlist; n++)
+  for (int n = 0; n < n_update; n++)
     for (int j = 0; j < e->M; j++)
       for (int i = 0; i < e->M; i++)
         buq_record_cell(&e->v, e->list[n], i, j, t, dt);
 }
 
-/* Rain and losses on every leaf (dry leaves too: rain wets them). */
+/* Rain and losses on every leaf of the part's own (dry leaves too: rain wets them). */
 static void cpu_sources(void *x, double dt) {
-  engine *e = x;
+  part *e = x;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int k = 0; k < e->q.nblocks; k++)
+  for (int k = 0; k < e->owned; k++)
     for (int j = 0; j < e->M; j++)
       for (int i = 0; i < e->M; i++)
         buq_source_cell(&e->v, k, i, j, dt);
 }
 
-static const swe_buq_passes cpu_passes = {NULL,       NULL,        NULL,         NULL,
-                                          NULL,       cpu_wet,     cpu_set_list, cpu_ghosts,
-                                          cpu_fluxes, cpu_limit,   cpu_update,   cpu_take_bad,
-                                          cpu_record, cpu_sources, NULL};
+static const swe_buq_passes cpu_passes = {
+    NULL,         NULL,         NULL,        NULL,       NULL,      NULL,
+    cpu_wet,      cpu_set_list, cpu_ghosts,  cpu_fluxes, cpu_limit, cpu_update,
+    cpu_take_bad, cpu_record,   cpu_sources, NULL,       NULL};
 
 /* ---------------------------------------------------------------- steps */
 
-/* The host arrays brought up to date with the device's (GPU backend). */
-static void to_host(const engine *ec) {
-  engine *e = (engine *)ec;
+/* The host arrays of part e brought up to date with its device's (GPU backend). */
+static void part_to_host(const part *ec) {
+  part *e = (part *)ec;
   if (e->host_stale && e->ops->download)
     e->ops->download(e->x, &e->v);
   e->host_stale = 0;
 }
 
+static void to_host(const engine *e) {
+  for (int i = 0; i < e->nparts; i++)
+    part_to_host(&e->parts[i]);
+}
+
+/* The copies' cells from their owners, on the devices (device = 1, the parts' work finished
+ * first) or in host memory. */
+static ts_status exchange(engine *e, int device) {
+  if (!e->plan)
+    return TS_OK;
+  for (int i = 0; i < e->nparts && device; i++)
+    if (e->parts[i].ops->finish)
+      e->parts[i].ops->finish(e->parts[i].x);
+#if TESSERA_HAVE_CUDA
+  ts_halo_set_copier(e->plan, device ? ts_gpu_copy_box : NULL);
+#endif
+  const ts_halo_field *f = device ? e->mirrored : e->fields;
+  TS_CALL(ts_halo_start(e->plan, f, f));
+  TS_CALL(ts_halo_finish(e->plan, f));
+#if TESSERA_HAVE_CUDA
+  if (device)
+    ts_gpu_halo_wait();
+#endif
+  return TS_OK;
+}
+
 /* The leaves of this step (early exit: those holding water or touching a leaf that does, as
- * water moves less than a cell per stage), by level from the coarsest; the leaves dropped from
- * the list get zero fluxes, as their neighbours read them. */
-static void choose_leaves(engine *e) {
-  int nb = e->q.nblocks;
+ * water moves less than a cell per stage) among those up to the ghost ring, by ring and each
+ * ring by level from the coarsest; the leaves dropped from the list get zero fluxes, as their
+ * neighbours read them. */
+static void choose_leaves(part *e, int early_exit) {
+  int nb = e->nblocks;
   unsigned char *wet = e->wet;
-  if (e->p.early_exit)
+  if (early_exit)
     e->ops->wet(e->x, wet);
   else
     memset(wet, 1, (size_t)nb);
   e->ndropped = 0;
   for (int k = 0; k < nb; k++) {
-    const ts_buq_block *b = &e->q.blocks[k];
+    const ts_buq_block *b = &e->blocks[k];
     int on = wet[k];
     for (int s = 0; s < 4 && !on; s++)
       for (int q = 0; q < 2 && !on; q++)
@@ -372,58 +450,73 @@ static void choose_leaves(engine *e) {
       e->dropped[e->ndropped++] = k;
     e->computed[k] = (unsigned char)on;
   }
-  e->nlist = 0;
-  for (int level = e->q.levels - 1; level >= 0; level--)
-    for (int k = 0; k < nb; k++)
-      if (e->computed[k] && e->q.blocks[k].level == level)
-        e->list[e->nlist++] = k;
-  e->ops->set_list(e->x, e->list, e->nlist, e->dropped, e->ndropped);
+  int n = 0;
+  for (int ring = 0; ring <= RING_GHOST; ring++) {
+    for (int level = e->levels - 1; level >= 0; level--)
+      for (int k = 0; k < nb; k++)
+        if (e->computed[k] && e->ring[k] == ring && e->blocks[k].level == level)
+          e->list[n++] = k;
+    e->counts[ring] = n;
+  }
+  e->ops->set_list(e->x, e->list, e->counts, e->dropped, e->ndropped);
 }
 
 static ts_status engine_step(void *ev, double t, double target, double step_max, double *dt_out,
                              double *t_after) {
   engine *e = ev;
-  int stages = e->p.rk_order == 1 ? 1 : 2;
+  int stages = e->p.rk_order == 1 ? 1 : 2, device = e->mirrored != NULL;
   double dt = 0;
-  choose_leaves(e);
   for (int stage = 0; stage < stages; stage++) {
-    e->ops->ghosts(e->x);
+    TS_CALL(exchange(e, device));
+    double amax[TS_BUQ_MAX_LEVELS][2] = {{0}};
+    for (int i = 0; i < e->nparts; i++) {
+      part *pt = &e->parts[i];
+      if (stage == 0)
+        choose_leaves(pt, e->p.early_exit);
+      pt->ops->ghosts(pt->x);
+      double part_amax[TS_BUQ_MAX_LEVELS][2];
+      pt->ops->fluxes(pt->x, stage == 0 ? part_amax : NULL);
+      for (int l = 0; l < e->q.levels && stage == 0; l++)
+        for (int a = 0; a < 2; a++)
+          amax[l][a] = fmax(amax[l][a], part_amax[l][a]);
+    }
     if (stage == 0) {
-      double amax[TS_BUQ_MAX_LEVELS][2];
-      e->ops->fluxes(e->x, amax);
       /* the step of the finest cells: wave speeds in finest cells per second */
       double ax = 0, ay = 0;
       for (int l = 0; l < e->q.levels; l++) {
         ax = fmax(ax, ldexp(amax[l][0], -l));
         ay = fmax(ay, ldexp(amax[l][1], -l));
       }
-      dt = swe_time_step(ax, ay, e->p.cfl, e->v.dx0, e->v.dx0, step_max, t, target,
-                         e->p.precision == TS_DOUBLE, t_after);
+      dt = swe_time_step(ax, ay, e->p.cfl, e->parts[0].v.dx0, e->parts[0].v.dx0, step_max, t,
+                         target, e->p.precision == TS_DOUBLE, t_after);
       if (!(dt > 0))
         return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, t);
-    } else {
-      e->ops->fluxes(e->x, NULL);
     }
-    e->ops->limit(e->x, dt);
-    e->ops->update(e->x, dt, stage);
+    for (int i = 0; i < e->nparts; i++) {
+      part *pt = &e->parts[i];
+      pt->ops->limit(pt->x, dt);
+      pt->ops->update(pt->x, dt, stage);
+    }
   }
   e->t = *t_after;
-  e->ops->record(e->x, e->t, dt);
-  if (e->sources)
-    e->ops->sources(e->x, dt);
-  e->host_stale = e->ops != &cpu_passes;
+  int bad = 0;
+  for (int i = 0; i < e->nparts; i++) {
+    part *pt = &e->parts[i];
+    pt->ops->record(pt->x, e->t, dt);
+    if (e->sources)
+      pt->ops->sources(pt->x, dt);
+    pt->host_stale = pt->ops != &cpu_passes;
+    bad |= pt->ops->take_bad(pt->x);
+  }
   *dt_out = dt;
-  if (e->ops->take_bad(e->x))
+  if (bad)
     return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s", t);
   return TS_OK;
 }
 
 /* ---------------------------------------------------------------- creation */
 
-static void engine_destroy(void *ev) {
-  engine *e = ev;
-  if (!e)
-    return;
+static void part_destroy(part *e) {
   if (e->ops && e->ops->release)
     e->ops->release(e->x);
   ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&e->v);
@@ -438,10 +531,26 @@ static void engine_destroy(void *ev) {
   free(e->v.loss_initial);
   free(e->v.loss_rate);
   free(e->v.lost);
+  free(e->blocks);
+  free(e->global);
+  free(e->ring);
   free(e->computed);
   free(e->list);
   free(e->dropped);
   free(e->wet);
+}
+
+static void engine_destroy(void *ev) {
+  engine *e = ev;
+  if (!e)
+    return;
+  ts_halo_plan_destroy(e->plan);
+  for (int i = 0; i < e->nparts && e->parts; i++)
+    part_destroy(&e->parts[i]);
+  free(e->parts);
+  free(e->first);
+  free(e->fields);
+  free(e->mirrored);
   ts_buq_destroy(&e->q);
   free(e);
 }
@@ -495,17 +604,18 @@ static ts_status wanted_widths(const ts_swe_params *p, const swe_inputs *in,
   return TS_OK;
 }
 
-/* Every leaf in the list, as computed, with the velocities of its cells (after the state was
- * set from outside the steps). */
-static void all_leaves(engine *e) {
-  memset(e->computed, 1, (size_t)e->q.nblocks);
-  e->nlist = 0;
-  for (int k = 0; k < e->q.nblocks; k++)
-    e->list[e->nlist++] = k;
+/* Every leaf of the part in the list (its own first), as computed, with the velocities of its
+ * cells (after the state was set from outside the steps). */
+static void all_leaves(part *e) {
+  memset(e->computed, 1, (size_t)e->nblocks);
+  for (int k = 0; k < e->nblocks; k++)
+    e->list[k] = k;
+  e->counts[0] = e->owned;
+  e->counts[1] = e->counts[2] = e->counts[3] = e->nblocks;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int k = 0; k < e->q.nblocks; k++) {
+  for (int k = 0; k < e->nblocks; k++) {
     swe_arrays a = buq_leaf_arrays(&e->v, k);
-    swe_consts kc = buq_consts(&e->v, e->q.blocks[k].level);
+    swe_consts kc = buq_consts(&e->v, e->blocks[k].level);
     for (int j = 0; j < e->M; j++)
       for (int i = 0; i < e->M; i++)
         swe_cell_velocity(&a, &kc, local(e, i, j));
@@ -513,29 +623,242 @@ static void all_leaves(engine *e) {
 }
 
 /* The state set on the host (creation, surface, checkpoint) taken by the passes: the CPU's
- * ghosts and maps, or a copy to the device. */
+ * velocities, or a copy to the device. The copies' cells come from their owners at the next
+ * step's first exchange. */
 static void state_changed(engine *e) {
-  all_leaves(e);
-  if (e->ops->upload) {
-    e->ops->set_list(e->x, e->list, e->nlist, NULL, 0);
-    e->ops->upload(e->x, &e->v);
+  for (int i = 0; i < e->nparts; i++) {
+    part *pt = &e->parts[i];
+    all_leaves(pt);
+    if (pt->ops->upload) {
+      pt->ops->set_list(pt->x, pt->list, pt->counts, NULL, 0);
+      pt->ops->upload(pt->x, &pt->v);
+    }
+    pt->host_stale = 0;
   }
-  e->host_stale = 0;
+}
+
+/* The rings around the leaves first .. last - 1 of grid q (ring[k]: 0 for those, RING_LIMIT ..
+ * RINGS for the copies a part holding them needs, 255 for the others): side and corner
+ * neighbours ring by ring up to the ghost ring, then the coarser neighbours whose ghosts the
+ * prolongations of those read (in the ghost ring), then the neighbours of all these. */
+static ts_status rings_around(const ts_buq *q, int first, int last, unsigned char *ring) {
+  int nb = q->nblocks, *stack = malloc(sizeof(int) * (size_t)nb), top = 0;
+  if (!stack)
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory for quadtree partitions");
+  memset(ring, 255, (size_t)nb);
+  memset(ring + first, 0, (size_t)(last - first));
+  for (int r = 1; r <= RINGS; r++) {
+    if (r == RINGS) { /* the coarser leaves the ghost ring's prolongations read */
+      for (int k = 0; k < nb; k++)
+        if (ring[k] <= RING_GHOST)
+          stack[top++] = k;
+      while (top > 0) {
+        const ts_buq_block *b = &q->blocks[stack[--top]];
+        for (int s = 0; s < 4; s++)
+          if (b->side_relation[s] == TS_BUQ_COARSER && ring[b->side[s][0]] > RING_GHOST) {
+            ring[b->side[s][0]] = RING_GHOST;
+            stack[top++] = b->side[s][0];
+          }
+      }
+    }
+    for (int k = 0; k < nb; k++) {
+      if (ring[k] != r - 1 && !(r == RINGS && ring[k] <= RING_GHOST))
+        continue;
+      const ts_buq_block *b = &q->blocks[k];
+      int around[12];
+      for (int s = 0; s < 4; s++)
+        around[2 * s] = b->side[s][0], around[2 * s + 1] = b->side[s][1];
+      for (int c = 0; c < 4; c++)
+        around[8 + c] = b->corner[c];
+      for (int n = 0; n < 12; n++)
+        if (around[n] >= 0 && ring[around[n]] == 255)
+          ring[around[n]] = (unsigned char)r;
+    }
+  }
+  free(stack);
+  return TS_OK;
+}
+
+/* Part i's leaves (its own, then the copies in Morton order) with their neighbours renumbered:
+ * -1 where not held (a same-level or coarser side then a wall: only the outermost ring has
+ * such sides, and no pass reads its ghosts). */
+static ts_status part_leaves(engine *e, part *pt, int i) {
+  const ts_buq *q = &e->q;
+  int nb = q->nblocks, first = e->first[i], last = e->first[i + 1];
+  unsigned char *ring = malloc((size_t)nb);
+  int *slot = malloc(sizeof(int) * (size_t)nb);
+  ts_status st = ring && slot ? rings_around(q, first, last, ring)
+                              : ts_error(TS_ERR_NOMEM, "swe: out of memory for partitions");
+  int n = 0;
+  for (int k = 0; k < nb && st == TS_OK; k++)
+    n += ring[k] <= RINGS;
+  pt->nblocks = n, pt->owned = last - first;
+  if (st == TS_OK &&
+      (!(pt->blocks = malloc(sizeof *pt->blocks * (size_t)n)) ||
+       !(pt->global = malloc(sizeof(int) * (size_t)n)) || !(pt->ring = malloc((size_t)n))))
+    st = ts_error(TS_ERR_NOMEM, "swe: out of memory for partitions");
+  if (st == TS_OK) {
+    n = 0;
+    for (int k = first; k < last; k++)
+      pt->global[n++] = k;
+    for (int k = 0; k < nb; k++)
+      if (ring[k] <= RINGS && (k < first || k >= last))
+        pt->global[n++] = k;
+    for (int k = 0; k < nb; k++)
+      slot[k] = -1;
+    for (int l = 0; l < n; l++)
+      slot[pt->global[l]] = l;
+    for (int l = 0; l < n; l++) {
+      ts_buq_block *b = &pt->blocks[l];
+      *b = q->blocks[pt->global[l]];
+      pt->ring[l] = ring[pt->global[l]];
+      for (int s = 0; s < 4; s++) {
+        for (int m = 0; m < 2; m++)
+          b->side[s][m] = b->side[s][m] >= 0 ? slot[b->side[s][m]] : -1;
+        if (b->side_relation[s] != TS_BUQ_FINER && b->side[s][0] < 0)
+          b->side_relation[s] = TS_BUQ_NONE;
+      }
+      for (int c = 0; c < 4; c++) {
+        b->corner[c] = b->corner[c] >= 0 ? slot[b->corner[c]] : -1;
+        if (b->corner[c] < 0)
+          b->corner_relation[c] = TS_BUQ_NONE;
+      }
+    }
+  }
+  free(ring);
+  free(slot);
+  return st;
+}
+
+/* Part i of the engine: its leaves, their arrays, beds and state, on the CPU. */
+static ts_status part_create(engine *e, int i, const swe_inputs *in) {
+  const ts_swe_params *p = &e->p;
+  part *pt = &e->parts[i];
+  pt->M = e->M, pt->W = e->W, pt->P = e->P, pt->levels = e->q.levels, pt->threads = e->threads;
+  pt->ops = &cpu_passes;
+  pt->x = pt;
+  TS_CALL(part_leaves(e, pt, i));
+  pt->v = (swe_buq_view){.blocks = pt->blocks,
+                         .owned = pt->owned,
+                         .M = e->M,
+                         .W = e->W,
+                         .P = (int)e->P,
+                         .origin = G + G * e->W,
+                         .dx0 = in->bed->cellsize,
+                         .gravity = p->gravity,
+                         .theta = p->theta,
+                         .dry_depth = p->dry_depth,
+                         .friction_value = p->friction_value,
+                         .arrival_depth = p->arrival_depth,
+                         .friction_kind = (int)p->friction,
+                         .rk_order = p->rk_order,
+                         .loss_initial_value = p->losses.initial,
+                         .loss_rate_value = p->losses.rate};
+  size_t nb = (size_t)pt->nblocks, cells = nb * (size_t)e->P, leaf_cells = nb * e->M * e->M;
+  ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&pt->v);
+  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&pt->v);
+  int failed = 0;
+  for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
+    failed |= !(*arrays[k] = calloc(cells, sizeof(ts_real)));
+  for (int k = 0; k < SWE_BUQ_NMAPS; k++)
+    failed |= !(*maps[k] = calloc(leaf_cells, sizeof(double)));
+  failed |= !(pt->v.active = calloc(cells, 1));
+  if (in->friction) /* a coefficient per cell: the mean over its bed cells */
+    failed |= !(pt->v.friction = calloc(cells, sizeof(ts_real)));
+  if (e->sources)
+    failed |= !(pt->v.lost = calloc(leaf_cells, sizeof(double)));
+  if (p->rain.nframes > 0 && p->rain.grids)
+    failed |= !(pt->v.rain = calloc(leaf_cells, sizeof(ts_real)));
+  if (p->losses.initial_grid)
+    failed |= !(pt->v.loss_initial = calloc(leaf_cells, sizeof(ts_real)));
+  if (p->losses.rate_grid)
+    failed |= !(pt->v.loss_rate = calloc(leaf_cells, sizeof(ts_real)));
+  failed |= !(pt->computed = calloc(nb, 1)) || !(pt->list = malloc(sizeof(int) * nb)) ||
+            !(pt->dropped = malloc(sizeof(int) * nb)) || !(pt->wet = malloc(nb));
+  if (failed)
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory for %zu quadtree blocks", nb);
+  for (size_t c = 0; c < leaf_cells; c++)
+    pt->v.arrival[c] = pt->v.max_eta[c] = NAN;
+#pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
+  for (int k = 0; k < pt->nblocks; k++) {
+    build_leaf(pt, k, in->bed);
+    init_leaf(pt, k, in);
+    if (pt->v.loss_initial)
+      leaf_means(pt, k, p->losses.initial_grid, pt->v.loss_initial);
+    if (pt->v.loss_rate)
+      leaf_means(pt, k, p->losses.rate_grid, pt->v.loss_rate);
+  }
+  all_leaves(pt);
+  cpu_ghosts(pt);
+  cpu_record(pt, 0, 0);
+  return TS_OK;
+}
+
+/* The halo plan that brings each part's copies their owners' cells (w, hu, hv of the M x M
+ * cells of each leaf, runs of consecutive leaves of one owner in one link; a field's
+ * coordinates: x, y within a window, z the leaf's place in the part), and the fields of the
+ * parts' host arrays. */
+static ts_status build_exchange(engine *e) {
+  int np = e->nparts, nlinks = 0, M = e->M;
+  for (int i = 0; i < np; i++)
+    nlinks += e->parts[i].nblocks - e->parts[i].owned;
+  ts_halo_link *links = malloc(sizeof *links * (size_t)(nlinks > 0 ? nlinks : 1));
+  int *sub_rank = calloc((size_t)np, sizeof(int));
+  e->fields = calloc((size_t)np, sizeof *e->fields);
+  if (!links || !sub_rank || !e->fields) {
+    free(links);
+    free(sub_rank);
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory for the partitions' exchange");
+  }
+  nlinks = 0;
+  for (int d = 0; d < np; d++) {
+    const part *pt = &e->parts[d];
+    for (int l = pt->owned; l < pt->nblocks;) {
+      int k = pt->global[l], slot, run = 1;
+      const part *from = owner_of(e, k, &slot);
+      while (l + run < pt->nblocks && pt->global[l + run] == k + run &&
+             k + run < e->first[from - e->parts + 1])
+        run++;
+      links[nlinks++] = (ts_halo_link){.src = (int)(from - e->parts),
+                                       .dst = d,
+                                       .box = {{G, G, l}, {G + M, G + M, l + run}},
+                                       .shift = {0, 0, l - slot}};
+      l += run;
+    }
+    ts_halo_field *f = &e->fields[d];
+    *f = (ts_halo_field){.ncomp = 3, .elem = sizeof(ts_real), .stride = {1, e->W, e->P}};
+    f->comp[0] = pt->v.w, f->comp[1] = pt->v.hu, f->comp[2] = pt->v.hv;
+  }
+  ts_halo_spec spec = {.nsub = np,
+                       .sub_rank = sub_rank,
+                       .nfields = 1,
+                       .layout = e->fields,
+                       .nlinks = nlinks,
+                       .links = links};
+  ts_status st = ts_halo_plan_create(&e->plan, ts_comm_self(), &spec);
+  free(links);
+  free(sub_rank);
+  return st;
 }
 
 static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inputs *in,
-                               const ts_raster *surface, int threads, int device) {
+                               const ts_raster *surface, int threads, int parts, const int *devices,
+                               int ndevices) {
   const ts_raster *bed = in->bed;
   int nx = bed->ncols, ny = bed->nrows;
   engine *e = calloc(1, sizeof *e);
   unsigned char *valid = malloc((size_t)nx * ny);
   double *target = NULL;
-  ts_status st = e && valid ? TS_OK : ts_error(TS_ERR_NOMEM, "swe: out of memory");
-  if (st == TS_OK) {
+  if (!e || !valid) {
+    free(e);
+    free(valid);
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  }
+  ts_status st = TS_OK;
+  {
     e->p = *p;
     e->threads = threads;
-    e->ops = &cpu_passes;
-    e->x = e;
+    e->sources = swe_has_sources(p);
     for (int64_t c = 0; c < (int64_t)nx * ny; c++)
       valid[c] = !ts_raster_is_nodata(bed, bed->v[c]);
     st = wanted_widths(p, in, surface, &target);
@@ -544,81 +867,52 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
     st = ts_buq_build(&e->q, nx, ny, p->grid.block, p->grid.levels, valid, target);
   free(valid);
   free(target);
+  e->nparts = parts > 1 ? parts : 1;
+  if (st == TS_OK && e->nparts > e->q.nblocks)
+    st = ts_error(TS_ERR_INPUT, "swe: %d partitions of a quadtree grid of %d blocks", e->nparts,
+                  e->q.nblocks);
+  if (st == TS_OK) {
+    e->M = e->q.block;
+    e->W = e->M + 2 * G + 1;
+    e->P = (int64_t)e->W * e->W;
+    e->parts = calloc((size_t)e->nparts, sizeof *e->parts);
+    e->first = malloc(sizeof(int) * (size_t)(e->nparts + 1));
+    st = e->parts && e->first ? ts_buq_partition(&e->q, NULL, e->nparts, e->first)
+                              : ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  }
+  for (int i = 0; i < e->nparts && st == TS_OK; i++)
+    st = part_create(e, i, in);
+  if (st == TS_OK && e->nparts > 1)
+    st = build_exchange(e);
+#if TESSERA_HAVE_CUDA
+  for (int i = 0; i < e->nparts && st == TS_OK && ndevices > 0; i++) {
+    part *pt = &e->parts[i];
+    st = SWE_BUQ_GPU.attach(&pt->x, &pt->v, pt->nblocks, e->q.levels, devices[i % ndevices]);
+    if (st != TS_OK) {
+      pt->x = pt;
+      break;
+    }
+    pt->ops = &SWE_BUQ_GPU;
+  }
+  if (st == TS_OK && ndevices > 0 && e->fields) {
+    e->mirrored = calloc((size_t)e->nparts, sizeof *e->mirrored);
+    if (!e->mirrored)
+      st = ts_error(TS_ERR_NOMEM, "swe: out of memory");
+    for (int i = 0; i < e->nparts && st == TS_OK; i++) {
+      const swe_buq_view *d = e->parts[i].ops->mirror(e->parts[i].x);
+      e->mirrored[i] = e->fields[i];
+      e->mirrored[i].comp[0] = d->w, e->mirrored[i].comp[1] = d->hu;
+      e->mirrored[i].comp[2] = d->hv;
+    }
+  }
+#else
+  (void)devices, (void)ndevices;
+#endif
   if (st != TS_OK) {
     engine_destroy(e);
     return st;
   }
-  e->M = e->q.block;
-  e->W = e->M + 2 * G + 1;
-  e->P = (int64_t)e->W * e->W;
-  e->v = (swe_buq_view){.blocks = e->q.blocks,
-                        .M = e->M,
-                        .W = e->W,
-                        .P = (int)e->P,
-                        .origin = G + G * e->W,
-                        .dx0 = bed->cellsize,
-                        .gravity = p->gravity,
-                        .theta = p->theta,
-                        .dry_depth = p->dry_depth,
-                        .friction_value = p->friction_value,
-                        .arrival_depth = p->arrival_depth,
-                        .friction_kind = (int)p->friction,
-                        .rk_order = p->rk_order};
-  size_t nb = (size_t)e->q.nblocks, cells = nb * (size_t)e->P, leaf_cells = nb * e->M * e->M;
-  ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&e->v);
-  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&e->v);
-  int failed = 0;
-  for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
-    failed |= !(*arrays[k] = calloc(cells, sizeof(ts_real)));
-  for (int k = 0; k < SWE_BUQ_NMAPS; k++)
-    failed |= !(*maps[k] = calloc(leaf_cells, sizeof(double)));
-  failed |= !(e->v.active = calloc(cells, 1));
-  if (in->friction) /* a coefficient per cell: the mean over its bed cells */
-    failed |= !(e->v.friction = calloc(cells, sizeof(ts_real)));
-  e->sources = swe_has_sources(p);
-  e->v.loss_initial_value = p->losses.initial;
-  e->v.loss_rate_value = p->losses.rate;
-  if (e->sources)
-    failed |= !(e->v.lost = calloc(leaf_cells, sizeof(double)));
-  if (p->rain.nframes > 0 && p->rain.grids)
-    failed |= !(e->v.rain = calloc(leaf_cells, sizeof(ts_real)));
-  if (p->losses.initial_grid)
-    failed |= !(e->v.loss_initial = calloc(leaf_cells, sizeof(ts_real)));
-  if (p->losses.rate_grid)
-    failed |= !(e->v.loss_rate = calloc(leaf_cells, sizeof(ts_real)));
-  failed |= !(e->computed = calloc(nb, 1)) || !(e->list = malloc(sizeof(int) * nb)) ||
-            !(e->dropped = malloc(sizeof(int) * nb)) || !(e->wet = malloc(nb));
-  if (failed) {
-    engine_destroy(e);
-    return ts_error(TS_ERR_NOMEM, "swe: out of memory for %zu quadtree blocks", nb);
-  }
-  for (size_t c = 0; c < leaf_cells; c++)
-    e->v.arrival[c] = e->v.max_eta[c] = NAN;
-#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
-  for (int k = 0; k < e->q.nblocks; k++) {
-    build_leaf(e, k, bed);
-    init_leaf(e, k, in);
-    if (e->v.loss_initial)
-      leaf_means(e, k, p->losses.initial_grid, e->v.loss_initial);
-    if (e->v.loss_rate)
-      leaf_means(e, k, p->losses.rate_grid, e->v.loss_rate);
-  }
-  all_leaves(e);
-  cpu_ghosts(e);
-  cpu_record(e, 0, 0);
-#if TESSERA_HAVE_CUDA
-  if (device >= 0) {
-    st = SWE_BUQ_GPU.attach(&e->x, &e->v, e->q.nblocks, e->q.levels, device);
-    if (st != TS_OK) {
-      engine_destroy(e);
-      return st;
-    }
-    e->ops = &SWE_BUQ_GPU;
-    state_changed(e);
-  }
-#else
-  (void)device;
-#endif
+  state_changed(e);
   *out = e;
   return TS_OK;
 }
@@ -629,82 +923,101 @@ static void engine_set_surface(void *ev, const ts_raster *eta) {
   engine *e = ev;
   int M = e->M;
   to_host(e);
+  for (int n = 0; n < e->nparts; n++) {
+    part *pt = &e->parts[n];
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int k = 0; k < e->q.nblocks; k++) {
-    const ts_buq_block *b = &e->q.blocks[k];
-    swe_arrays a = buq_leaf_arrays(&e->v, k);
-    for (int j = 0; j < M; j++)
-      for (int i = 0; i < M; i++) {
-        swe_idx c = local(e, i, j);
-        int n;
-        double v = level_mean(eta, b->level, b->bi * M + i, b->bj * M + j, 0, &n);
-        a.w[c] = a.bed[c];
-        if (a.active[c] && n > 0 && (ts_real)v > a.bed[c])
-          a.w[c] = (ts_real)v;
-        if (!(a.w[c] > a.bed[c]))
-          a.hu[c] = a.hv[c] = 0;
-      }
+    for (int k = 0; k < pt->nblocks; k++) {
+      const ts_buq_block *b = &pt->blocks[k];
+      swe_arrays a = buq_leaf_arrays(&pt->v, k);
+      for (int j = 0; j < M; j++)
+        for (int i = 0; i < M; i++) {
+          swe_idx c = local(pt, i, j);
+          int nc;
+          double v = level_mean(eta, b->level, b->bi * M + i, b->bj * M + j, 0, &nc);
+          a.w[c] = a.bed[c];
+          if (a.active[c] && nc > 0 && (ts_real)v > a.bed[c])
+            a.w[c] = (ts_real)v;
+          if (!(a.w[c] > a.bed[c]))
+            a.hu[c] = a.hv[c] = 0;
+        }
+    }
+    size_t leaf_cells = (size_t)pt->nblocks * M * M;
+    for (size_t c = 0; c < leaf_cells; c++) {
+      pt->v.max_h[c] = pt->v.max_speed[c] = pt->v.duration[c] = pt->v.max_hazard[c] = 0;
+      pt->v.arrival[c] = pt->v.max_eta[c] = NAN;
+    }
+    all_leaves(pt);
+    cpu_record(pt, e->t, 0);
   }
-  size_t leaf_cells = (size_t)e->q.nblocks * M * M;
-  for (size_t c = 0; c < leaf_cells; c++) {
-    e->v.max_h[c] = e->v.max_speed[c] = e->v.duration[c] = e->v.max_hazard[c] = 0;
-    e->v.arrival[c] = e->v.max_eta[c] = NAN;
-  }
-  all_leaves(e);
-  cpu_record(e, e->t, 0);
   state_changed(e);
+}
+
+/* Element of leaf k's cell (i, j) in the per-cell arrays (maps, rain, losses). */
+static inline int64_t leaf_cell_index(int M, int k, int i, int j) {
+  return (int64_t)k * M * M + i + (int64_t)M * j;
+}
+
+/* The rain rate or the losses so far (rain = 0) summed over the active cells of the parts' own
+ * leaves, each times its area in finest cells. */
+static void sum_by_area(const engine *e, int rain, ts_exact_sum *sum) {
+  int M = e->M;
+  for (int n = 0; n < e->nparts; n++) {
+    const part *pt = &e->parts[n];
+    for (int k = 0; k < pt->owned; k++) {
+      double area = ldexp(1.0, 2 * pt->blocks[k].level);
+      for (int j = 0; j < M; j++)
+        for (int i = 0; i < M; i++) {
+          if (!pt->v.active[cell_at(pt, k, i, j)])
+            continue;
+          int64_t m = leaf_cell_index(M, k, i, j);
+          double v = !rain        ? pt->v.lost[m]
+                     : pt->v.rain ? (double)pt->v.rain[m]
+                                  : (double)(ts_real)pt->v.rain_rate;
+          ts_exact_sum_add(sum, area * v);
+        }
+    }
+  }
 }
 
 static double engine_set_rain(void *ev, const ts_raster *grid, double rate) {
   engine *e = ev;
   int M = e->M;
-  e->v.rain_rate = grid ? 0 : rate;
-  if (e->v.rain) {
+  for (int n = 0; n < e->nparts; n++) {
+    part *pt = &e->parts[n];
+    pt->v.rain_rate = grid ? 0 : rate;
+    if (pt->v.rain) {
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-    for (int k = 0; k < e->q.nblocks; k++)
-      if (grid)
-        leaf_means(e, k, grid, e->v.rain);
-      else
-        memset(e->v.rain + (int64_t)k * M * M, 0, sizeof(ts_real) * (size_t)M * M);
+      for (int k = 0; k < pt->nblocks; k++)
+        if (grid)
+          leaf_means(pt, k, grid, pt->v.rain);
+        else
+          memset(pt->v.rain + (int64_t)k * M * M, 0, sizeof(ts_real) * (size_t)M * M);
+    }
+    if (pt->ops->set_rain)
+      pt->ops->set_rain(pt->x, &pt->v);
   }
   ts_exact_sum sum = {0, 0};
-  for (int k = 0; k < e->q.nblocks; k++) {
-    double area = ldexp(1.0, 2 * e->q.blocks[k].level);
-    for (int j = 0; j < M; j++)
-      for (int i = 0; i < M; i++)
-        if (e->v.active[cell_at(e, k, i, j)])
-          ts_exact_sum_add(
-              &sum, area * (double)(e->v.rain ? e->v.rain[(int64_t)k * M * M + i + (int64_t)M * j]
-                                              : (ts_real)e->v.rain_rate));
-  }
-  if (e->ops->set_rain)
-    e->ops->set_rain(e->x, &e->v);
+  sum_by_area(e, 1, &sum);
   return ts_exact_sum_value(sum);
 }
 
 static void engine_losses(const void *ev, ts_exact_sum *sum) {
   const engine *e = ev;
-  if (!e->v.lost)
+  if (!e->sources || !e->parts[0].v.lost)
     return;
   to_host(e);
-  int M = e->M;
-  for (int k = 0; k < e->q.nblocks; k++) {
-    double area = ldexp(1.0, 2 * e->q.blocks[k].level);
-    for (int j = 0; j < M; j++)
-      for (int i = 0; i < M; i++)
-        if (e->v.active[cell_at(e, k, i, j)])
-          ts_exact_sum_add(sum, area * e->v.lost[(int64_t)k * M * M + i + (int64_t)M * j]);
-  }
+  sum_by_area(e, 0, sum);
 }
 
 /* ---------------------------------------------------------------- access */
 
-static double cell_value(const engine *e, ts_swe_var var, int k, int i, int j) {
-  int64_t c = cell_at(e, k, i, j), m = (int64_t)k * e->M * e->M + i + (int64_t)e->M * j;
+static double cell_value(const part *e, const ts_swe_params *p, ts_swe_var var, int k, int i,
+                         int j) {
+  int64_t c = cell_at(e, k, i, j), m = leaf_cell_index(e->M, k, i, j);
   if (!e->v.active[c])
     return NAN;
   double h = (double)swe_max(SWE_R(0), e->v.w[c] - e->v.bed[c]), u = 0, v = 0;
-  if (h > e->p.dry_depth)
+  if (h > p->dry_depth)
     u = (double)e->v.u[c], v = (double)e->v.v[c];
   switch (var) {
   case TS_SWE_H: return h;
@@ -726,40 +1039,44 @@ static double cell_value(const engine *e, ts_swe_var var, int k, int i, int j) {
   return NAN;
 }
 
-/* The leaf and cell covering finest cell (i, j): -1 outside. */
-static int leaf_cell(const engine *e, int i, int j, int *li, int *lj) {
-  int k = ts_buq_find(&e->q, i, j);
-  if (k >= 0) {
-    const ts_buq_block *b = &e->q.blocks[k];
-    *li = (i >> b->level) - b->bi * e->M, *lj = (j >> b->level) - b->bj * e->M;
-  }
-  return k;
+/* The part, its leaf and the cell covering finest cell (i, j): NULL outside. */
+static part *leaf_cell(const engine *e, int i, int j, int *k, int *li, int *lj) {
+  int g = ts_buq_find(&e->q, i, j);
+  if (g < 0)
+    return NULL;
+  const ts_buq_block *b = &e->q.blocks[g];
+  *li = (i >> b->level) - b->bi * e->M, *lj = (j >> b->level) - b->bj * e->M;
+  return owner_of(e, g, k);
 }
 
-/* Values at finest cells (i[q], j[q]) (NaN outside or inactive). With the state on the device,
+/* Values at finest cells (i[q], j[q]) (NaN outside or inactive). With the state on the devices,
  * only those cells come back (gauges read a few cells after every step). */
 static void engine_probe(const void *ev, int n, const int *i, const int *j, const ts_swe_var *var,
                          double *out) {
-  engine *e = (engine *)ev;
+  const engine *e = ev;
   int64_t *cells = malloc(sizeof(int64_t) * 2 * (size_t)(n > 0 ? n : 1));
-  int m = 0;
-  if (!cells || !e->host_stale || !e->ops->read_cells) {
-    to_host(e);
-  } else {
+  for (int pn = 0; pn < e->nparts; pn++) {
+    part *pt = &e->parts[pn];
+    if (!cells || !pt->host_stale || !pt->ops->read_cells) {
+      part_to_host(pt);
+      continue;
+    }
+    int m = 0;
     for (int q = 0; q < n; q++) {
-      int li, lj, k = leaf_cell(e, i[q], j[q], &li, &lj);
-      if (k < 0)
+      int k, li, lj;
+      if (leaf_cell(e, i[q], j[q], &k, &li, &lj) != pt)
         continue;
-      cells[2 * m] = cell_at(e, k, li, lj);
-      cells[2 * m + 1] = (int64_t)k * e->M * e->M + li + (int64_t)e->M * lj;
+      cells[2 * m] = cell_at(pt, k, li, lj);
+      cells[2 * m + 1] = leaf_cell_index(e->M, k, li, lj);
       m++;
     }
-    e->ops->read_cells(e->x, &e->v, m, cells);
+    pt->ops->read_cells(pt->x, &pt->v, m, cells);
   }
   free(cells);
   for (int q = 0; q < n; q++) {
-    int li, lj, k = leaf_cell(e, i[q], j[q], &li, &lj);
-    out[q] = k < 0 ? NAN : cell_value(e, var[q], k, li, lj);
+    int k, li, lj;
+    const part *pt = leaf_cell(e, i[q], j[q], &k, &li, &lj);
+    out[q] = pt ? cell_value(pt, &e->p, var[q], k, li, lj) : NAN;
   }
 }
 
@@ -775,18 +1092,21 @@ static void engine_get(const void *ev, ts_swe_var var, double *out) {
   int nx = e->q.nx, ny = e->q.ny, M = e->M;
   for (int64_t c = 0; c < (int64_t)nx * ny; c++)
     out[c] = NAN;
+  for (int n = 0; n < e->nparts; n++) {
+    const part *pt = &e->parts[n];
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-  for (int k = 0; k < e->q.nblocks; k++) {
-    const ts_buq_block *b = &e->q.blocks[k];
-    int width = 1 << b->level;
-    for (int j = 0; j < M; j++)
-      for (int i = 0; i < M; i++) {
-        double v = cell_value(e, var, k, i, j);
-        int64_t x0 = ((int64_t)b->bi * M + i) * width, y0 = ((int64_t)b->bj * M + j) * width;
-        for (int64_t y = y0; y < y0 + width && y < ny; y++)
-          for (int64_t x = x0; x < x0 + width && x < nx; x++)
-            out[x + y * nx] = v;
-      }
+    for (int k = 0; k < pt->owned; k++) {
+      const ts_buq_block *b = &pt->blocks[k];
+      int width = 1 << b->level;
+      for (int j = 0; j < M; j++)
+        for (int i = 0; i < M; i++) {
+          double v = cell_value(pt, &e->p, var, k, i, j);
+          int64_t x0 = ((int64_t)b->bi * M + i) * width, y0 = ((int64_t)b->bj * M + j) * width;
+          for (int64_t y = y0; y < y0 + width && y < ny; y++)
+            for (int64_t x = x0; x < x0 + width && x < nx; x++)
+              out[x + y * nx] = v;
+        }
+    }
   }
 }
 
@@ -808,30 +1128,38 @@ static int64_t engine_leaf_cells(const void *ev, int *i0, int *j0, int *width, i
   return n;
 }
 
+/* Values in leaf order: the parts' own leaves, part by part. */
 static void engine_leaf_values(const void *ev, ts_swe_var var, double *out) {
   const engine *e = ev;
   to_host(e);
   int M = e->M;
+  for (int n = 0; n < e->nparts; n++) {
+    const part *pt = &e->parts[n];
+    double *o = out + (int64_t)e->first[n] * M * M;
 #pragma omp parallel for schedule(static) num_threads(e->threads)
-  for (int k = 0; k < e->q.nblocks; k++)
-    for (int j = 0; j < M; j++)
-      for (int i = 0; i < M; i++)
-        out[(int64_t)k * M * M + i + (int64_t)M * j] = cell_value(e, var, k, i, j);
+    for (int k = 0; k < pt->owned; k++)
+      for (int j = 0; j < M; j++)
+        for (int i = 0; i < M; i++)
+          o[leaf_cell_index(M, k, i, j)] = cell_value(pt, &e->p, var, k, i, j);
+  }
 }
 
 static void engine_volume(const void *ev, ts_exact_sum *sum) {
   const engine *e = ev;
   to_host(e);
-  for (int k = 0; k < e->q.nblocks; k++) {
-    double area = ldexp(1.0, 2 * e->q.blocks[k].level);
-    for (int j = 0; j < e->M; j++)
-      for (int i = 0; i < e->M; i++) {
-        int64_t c = cell_at(e, k, i, j);
-        if (!e->v.active[c])
-          continue;
-        ts_exact_sum_add(sum, ((double)e->v.w[c] - (double)e->v.bed[c]) * area);
-        ts_exact_sum_add(sum, (double)e->v.w_carry[c] * area);
-      }
+  for (int n = 0; n < e->nparts; n++) {
+    const part *pt = &e->parts[n];
+    for (int k = 0; k < pt->owned; k++) {
+      double area = ldexp(1.0, 2 * pt->blocks[k].level);
+      for (int j = 0; j < e->M; j++)
+        for (int i = 0; i < e->M; i++) {
+          int64_t c = cell_at(pt, k, i, j);
+          if (!pt->v.active[c])
+            continue;
+          ts_exact_sum_add(sum, ((double)pt->v.w[c] - (double)pt->v.bed[c]) * area);
+          ts_exact_sum_add(sum, (double)pt->v.w_carry[c] * area);
+        }
+    }
   }
 }
 
@@ -840,20 +1168,24 @@ static int64_t engine_wet_cells(const void *ev) {
   to_host(e);
   int64_t n = 0;
   ts_real dry = (ts_real)e->p.dry_depth;
-  for (int k = 0; k < e->q.nblocks; k++)
-    for (int j = 0; j < e->M; j++)
-      for (int i = 0; i < e->M; i++) {
-        int64_t c = cell_at(e, k, i, j);
-        n += e->v.active[c] && e->v.w[c] - e->v.bed[c] > dry;
-      }
+  for (int pn = 0; pn < e->nparts; pn++) {
+    const part *pt = &e->parts[pn];
+    for (int k = 0; k < pt->owned; k++)
+      for (int j = 0; j < e->M; j++)
+        for (int i = 0; i < e->M; i++) {
+          int64_t c = cell_at(pt, k, i, j);
+          n += pt->v.active[c] && pt->v.w[c] - pt->v.bed[c] > dry;
+        }
+  }
   return n;
 }
 
 static int64_t engine_active_blocks(const void *ev, int64_t *blocks) {
   const engine *e = ev;
   int64_t n = 0;
-  for (int k = 0; k < e->q.nblocks; k++)
-    n += e->computed[k];
+  for (int pn = 0; pn < e->nparts; pn++)
+    for (int k = 0; k < e->parts[pn].owned; k++)
+      n += e->parts[pn].computed[k];
   *blocks = e->q.nblocks;
   return n;
 }
@@ -869,65 +1201,62 @@ static void engine_stats(const void *ev, ts_swe_grid_stats *out) {
   }
   out->cells = ts_buq_cells(&e->q);
   out->cells_uniform_finest = (int64_t)e->q.nx * e->q.ny;
-  /* the windows' arrays and maps against a part's (each of its arrays: its cells plus its
-   * frame, here taken as the cells alone) */
+  /* the windows' arrays and maps (the copies of the partitions too) against a part's (each of
+   * its arrays: its cells plus its frame, here taken as the cells alone) */
+  int64_t windows = 0;
+  for (int n = 0; n < e->nparts; n++)
+    windows += e->parts[n].nblocks;
   double per_window = (double)e->P * (SWE_BUQ_NARRAYS * sizeof(ts_real) + 1);
   double per_leaf_cell = 6 * sizeof(double);
-  out->bytes = e->q.nblocks * per_window + (double)out->cells * per_leaf_cell;
+  out->bytes = (double)windows * per_window + (double)windows * e->M * e->M * per_leaf_cell;
   out->bytes_uniform_finest = (double)out->cells_uniform_finest *
                               (SWE_BUQ_NARRAYS * sizeof(ts_real) + 1 + 11 * sizeof(double));
 }
 
 /* Checkpoint: the state (w, hu, hv, w_carry) of every leaf cell, then the six maps, then (with
- * sources) what the losses took. */
+ * sources) what the losses took, in leaf order. */
 static size_t engine_state_bytes(const void *ev) {
   const engine *e = ev;
   size_t cells = (size_t)e->q.nblocks * e->M * e->M;
-  return cells * (4 * sizeof(ts_real) + (6 + (e->v.lost != NULL)) * sizeof(double));
+  return cells * (4 * sizeof(ts_real) + (6 + (e->sources != 0)) * sizeof(double));
+}
+
+/* Copies the checkpoint's arrays between blob and the parts' own leaves (save: to the blob). */
+static void checkpoint_copy(const engine *e, char *blob, int save) {
+  int M = e->M;
+  size_t row = sizeof(ts_real) * (size_t)M;
+  for (int a = 0; a < 4; a++)
+    for (int n = 0; n < e->nparts; n++) {
+      const part *pt = &e->parts[n];
+      ts_real *state[4] = {pt->v.w, pt->v.hu, pt->v.hv, pt->v.w_carry};
+      for (int k = 0; k < pt->owned; k++)
+        for (int j = 0; j < M; j++) {
+          ts_real *at = state[a] + cell_at(pt, k, 0, j);
+          memcpy(save ? (void *)blob : (void *)at, save ? (void *)at : (void *)blob, row);
+          blob += row;
+        }
+    }
+  for (int m = 0; m < 6 + (e->sources != 0); m++)
+    for (int n = 0; n < e->nparts; n++) {
+      const part *pt = &e->parts[n];
+      double *maps[7] = {pt->v.max_h,    pt->v.max_speed,  pt->v.arrival, pt->v.max_eta,
+                         pt->v.duration, pt->v.max_hazard, pt->v.lost};
+      size_t bytes = sizeof(double) * (size_t)pt->owned * M * M;
+      memcpy(save ? (void *)blob : (void *)maps[m], save ? (void *)maps[m] : (void *)blob, bytes);
+      blob += bytes;
+    }
 }
 
 static void engine_save(const void *ev, void *blob) {
   const engine *e = ev;
   to_host(e);
-  char *p = blob;
-  const ts_real *state[4] = {e->v.w, e->v.hu, e->v.hv, e->v.w_carry};
-  for (int a = 0; a < 4; a++)
-    for (int k = 0; k < e->q.nblocks; k++)
-      for (int j = 0; j < e->M; j++) {
-        memcpy(p, state[a] + cell_at(e, k, 0, j), sizeof(ts_real) * (size_t)e->M);
-        p += sizeof(ts_real) * (size_t)e->M;
-      }
-  size_t cells = (size_t)e->q.nblocks * e->M * e->M;
-  const double *maps[6] = {e->v.max_h,   e->v.max_speed, e->v.arrival,
-                           e->v.max_eta, e->v.duration,  e->v.max_hazard};
-  for (int m = 0; m < 6; m++) {
-    memcpy(p, maps[m], sizeof(double) * cells);
-    p += sizeof(double) * cells;
-  }
-  if (e->v.lost)
-    memcpy(p, e->v.lost, sizeof(double) * cells);
+  checkpoint_copy(e, blob, 1);
 }
 
 static void engine_load(void *ev, const void *blob) {
   engine *e = ev;
-  const char *p = blob;
   to_host(e); /* the ghosts and the rest the blob does not hold */
-  ts_real *state[4] = {e->v.w, e->v.hu, e->v.hv, e->v.w_carry};
-  for (int a = 0; a < 4; a++)
-    for (int k = 0; k < e->q.nblocks; k++)
-      for (int j = 0; j < e->M; j++) {
-        memcpy(state[a] + cell_at(e, k, 0, j), p, sizeof(ts_real) * (size_t)e->M);
-        p += sizeof(ts_real) * (size_t)e->M;
-      }
-  size_t cells = (size_t)e->q.nblocks * e->M * e->M;
-  double *maps[6] = {e->v.max_h,   e->v.max_speed, e->v.arrival,
-                     e->v.max_eta, e->v.duration,  e->v.max_hazard};
-  for (int m = 0; m < 6; m++) {
-    memcpy(maps[m], p, sizeof(double) * cells);
-    p += sizeof(double) * cells;
-  }
-  if (e->v.lost)
-    memcpy(e->v.lost, p, sizeof(double) * cells);
+  checkpoint_copy(e, (char *)blob, 0);
   state_changed(e);
 }
 

@@ -4,10 +4,11 @@
  * kernels that call the view's functions, the same code as the CPU loops, built without fused
  * multiply-add: both backends give the same bits. A thread per ghost cell, per cell (limiters,
  * update, maps); the sweeps a thread block per leaf (per four leaves of 8^2 cells), with the
- * reconstructions and face corrections in shared memory; the leaves of the step are a list in
- * device memory, by level from the coarsest, so the prolongations run level by level. The host
- * reads back the leaves holding water (early exit), the wave speeds of each level (the time step)
- * and the non-finite flag. */
+ * reconstructions and face corrections in shared memory; the leaves of the step are lists in
+ * device memory (the passes' nested ranges, and for the ghosts by level from the coarsest, so
+ * the prolongations run level by level). The host reads back the leaves holding water (early
+ * exit), the wave speeds of each level (the time step) and the non-finite flag. Each pass makes
+ * its part's device current: the parts of one engine may lie on several GPUs. */
 #include "physics/swe/swe_gpu.cuh"
 
 extern "C" {
@@ -23,15 +24,17 @@ extern "C" {
 
 enum { THREADS = 256 };
 
-/* The device's mirror: the view on device arrays, the list of the step's leaves and its range
- * per level, the leaves' levels on the host, and the read-back buffers. */
+/* The device's mirror: the view on device arrays, the lists of the step's leaves (the passes'
+ * ranges of `list`, and ghost_list by level with each level's range), the leaves' levels on the
+ * host, and the read-back buffers. */
 typedef struct gpu_state {
   int device, nblocks, levels;
   swe_buq_view d;
   ts_buq_block *blocks;
-  int *list, *dropped, nlist;
+  int *list, *ghost_list, *dropped, counts[4];
   int level_first[TS_BUQ_MAX_LEVELS], level_count[TS_BUQ_MAX_LEVELS];
   int *level_of; /* host: each leaf's level */
+  int *by_level; /* host: the ghost list being sorted */
   unsigned char *wet;
   swe_bits *amax; /* 2 per level: x, y */
   int *bad;
@@ -85,14 +88,15 @@ static __global__ void k_coarser(swe_buq_view v, const int *list, int first, int
     buq_fill_coarser(&v, k, side, t % half);
 }
 
-/* Velocities of the ghost cells: a thread per (leaf, cell of its window's frame). */
+/* Velocities of the ghost cells (of every cell of a copy of another part's leaf): a thread per
+ * (leaf, cell of its window). */
 static __global__ void k_ghost_velocity(swe_buq_view v, const int *list, int n) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), M = v.M, side = M + 2 * SWE_GHOST;
   if (t >= n * side * side)
     return;
   int k = list[t / (side * side)], c = t % (side * side);
   int i = c % side - SWE_GHOST, j = c / side - SWE_GHOST;
-  if (i >= 0 && j >= 0 && i < M && j < M)
+  if (i >= 0 && j >= 0 && i < M && j < M && k < v.owned)
     return;
   swe_arrays a = buq_leaf_arrays(&v, k);
   swe_consts kc = buq_consts(&v, v.blocks[k].level);
@@ -234,13 +238,22 @@ static void gpu_release(void *x) {
   cudaFree(g->d.lost);
   cudaFree(g->blocks);
   cudaFree(g->list);
+  cudaFree(g->ghost_list);
   cudaFree(g->dropped);
   cudaFree(g->wet);
   cudaFree(g->amax);
   cudaFree(g->bad);
   cudaFree(g->probe);
   free(g->level_of);
+  free(g->by_level);
   free(g);
+}
+
+/* The part's mirror, its device made current. */
+static gpu_state *on_device(void *x) {
+  gpu_state *g = (gpu_state *)x;
+  check(cudaSetDevice(g->device), "device");
+  return g;
 }
 
 /* Copies the arrays between the host's view and the device's (all of them: at creation, after
@@ -284,15 +297,15 @@ static void copy_arrays(gpu_state *g, swe_buq_view *h, int up) {
 }
 
 static void gpu_upload(void *x, const void *view) {
-  copy_arrays((gpu_state *)x, (swe_buq_view *)view, 1);
+  copy_arrays(on_device(x), (swe_buq_view *)view, 1);
 }
 
 static void gpu_download(void *x, void *view) {
-  copy_arrays((gpu_state *)x, (swe_buq_view *)view, 0);
+  copy_arrays(on_device(x), (swe_buq_view *)view, 0);
 }
 
 static void gpu_read_cells(void *x, void *view, int n, const int64_t *cells) {
-  gpu_state *g = (gpu_state *)x;
+  gpu_state *g = on_device(x);
   swe_buq_view *h = (swe_buq_view *)view;
   size_t in = sizeof(long long) * 2 * n, bytes = in + sizeof(double) * 11 * n;
   double *values = n > 0 ? (double *)malloc(sizeof(double) * 11 * n) : NULL;
@@ -330,7 +343,10 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   if (cudaSetDevice(device) != cudaSuccess)
     return ts_error(TS_ERR_INPUT, "swe: CUDA device %d cannot be used", device);
   gpu_state *g = (gpu_state *)calloc(1, sizeof *g);
-  if (!g || !(g->level_of = (int *)malloc(sizeof(int) * (size_t)nblocks))) {
+  if (!g || !(g->level_of = (int *)malloc(sizeof(int) * (size_t)nblocks)) ||
+      !(g->by_level = (int *)malloc(sizeof(int) * (size_t)nblocks))) {
+    if (g)
+      free(g->level_of);
     free(g);
     return ts_error(TS_ERR_NOMEM, "out of memory");
   }
@@ -361,6 +377,7 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
     failed |= cudaMalloc((void **)&g->d.lost, leaf_cells * sizeof(double)) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->blocks, sizeof(ts_buq_block) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->list, sizeof(int) * nblocks) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->ghost_list, sizeof(int) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->dropped, sizeof(int) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->wet, nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->amax, sizeof(swe_bits) * 2 * levels) != cudaSuccess;
@@ -378,23 +395,38 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   return TS_OK;
 }
 
+static const void *gpu_mirror(const void *x) { return &((const gpu_state *)x)->d; }
+
+static void gpu_finish(void *x) {
+  on_device(x);
+  check(cudaDeviceSynchronize(), "quadtree passes");
+}
+
 static void gpu_wet(void *x, unsigned char *wet) {
-  gpu_state *g = (gpu_state *)x;
+  gpu_state *g = on_device(x);
   k_wet<<<g->nblocks, THREADS>>>(g->d, g->nblocks, g->wet);
   check(cudaMemcpy(wet, g->wet, g->nblocks, cudaMemcpyDeviceToHost), "wet leaves");
 }
 
-static void gpu_set_list(void *x, const int *list, int n, const int *dropped, int ndropped) {
-  gpu_state *g = (gpu_state *)x;
-  g->nlist = n;
-  if (n > 0)
+static void gpu_set_list(void *x, const int *list, const int counts[4], const int *dropped,
+                         int ndropped) {
+  gpu_state *g = on_device(x);
+  int n = counts[3];
+  for (int c = 0; c < 4; c++)
+    g->counts[c] = counts[c];
+  /* the ghost list by level from the coarsest, each level's range */
+  int at = 0;
+  for (int l = g->levels - 1; l >= 0; l--) {
+    g->level_first[l] = at;
+    for (int p = 0; p < n; p++)
+      if (g->level_of[list[p]] == l)
+        g->by_level[at++] = list[p];
+    g->level_count[l] = at - g->level_first[l];
+  }
+  if (n > 0) {
     check(cudaMemcpy(g->list, list, sizeof(int) * n, cudaMemcpyHostToDevice), "leaf list");
-  for (int l = 0; l < g->levels; l++)
-    g->level_first[l] = g->level_count[l] = 0;
-  for (int p = n - 1; p >= 0; p--) { /* by level from the coarsest: each level's range */
-    int l = g->level_of[list[p]];
-    g->level_first[l] = p;
-    g->level_count[l]++;
+    check(cudaMemcpy(g->ghost_list, g->by_level, sizeof(int) * n, cudaMemcpyHostToDevice),
+          "leaf list");
   }
   if (ndropped > 0) {
     check(cudaMemcpy(g->dropped, dropped, sizeof(int) * ndropped, cudaMemcpyHostToDevice),
@@ -404,21 +436,21 @@ static void gpu_set_list(void *x, const int *list, int n, const int *dropped, in
 }
 
 static void gpu_ghosts(void *x) {
-  gpu_state *g = (gpu_state *)x;
-  int n = g->nlist, M = g->d.M, frame = M + 2 * SWE_GHOST;
+  gpu_state *g = on_device(x);
+  int n = g->counts[3], M = g->d.M, frame = M + 2 * SWE_GHOST;
   if (n == 0)
     return;
-  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS>>>(g->d, g->list, n);
+  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS>>>(g->d, g->ghost_list, n);
   for (int l = g->levels - 2; l >= 0; l--)
     if (g->level_count[l] > 0)
       k_coarser<<<grid_of((long)g->level_count[l] * 4 * (M / 2)), THREADS>>>(
-          g->d, g->list, g->level_first[l], g->level_count[l]);
-  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS>>>(g->d, g->list, n);
+          g->d, g->ghost_list, g->level_first[l], g->level_count[l]);
+  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS>>>(g->d, g->ghost_list, n);
 }
 
 static void gpu_fluxes(void *x, double amax[][2]) {
-  gpu_state *g = (gpu_state *)x;
-  int n = g->nlist, M = g->d.M;
+  gpu_state *g = on_device(x);
+  int n = g->counts[2], M = g->d.M;
   if (amax)
     check(cudaMemset(g->amax, 0, sizeof(swe_bits) * 2 * g->levels), "wave speeds");
   if (n > 0 && M == 16)
@@ -437,8 +469,8 @@ static void gpu_fluxes(void *x, double amax[][2]) {
 }
 
 static void gpu_limit(void *x, double dt) {
-  gpu_state *g = (gpu_state *)x;
-  int n = g->nlist, M = g->d.M;
+  gpu_state *g = on_device(x);
+  int n = g->counts[1], M = g->d.M;
   if (n == 0)
     return;
   k_limit<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, (ts_real)dt);
@@ -446,14 +478,14 @@ static void gpu_limit(void *x, double dt) {
 }
 
 static void gpu_update(void *x, double dt, int stage) {
-  gpu_state *g = (gpu_state *)x;
-  int n = g->nlist, M = g->d.M;
+  gpu_state *g = on_device(x);
+  int n = g->counts[0], M = g->d.M;
   if (n > 0)
     k_update<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, (ts_real)dt, stage, g->bad);
 }
 
 static int gpu_take_bad(void *x) {
-  gpu_state *g = (gpu_state *)x;
+  gpu_state *g = on_device(x);
   int bad = 0;
   check(cudaMemcpy(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost), "non-finite flag");
   if (bad)
@@ -462,20 +494,20 @@ static int gpu_take_bad(void *x) {
 }
 
 static void gpu_record(void *x, double t, double dt) {
-  gpu_state *g = (gpu_state *)x;
-  int n = g->nlist, M = g->d.M;
+  gpu_state *g = on_device(x);
+  int n = g->counts[0], M = g->d.M;
   if (n > 0)
     k_record<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, t, dt);
   check(cudaGetLastError(), "quadtree kernels");
 }
 
 static void gpu_sources(void *x, double dt) {
-  gpu_state *g = (gpu_state *)x;
-  k_sources<<<grid_of((long)g->nblocks * g->d.M * g->d.M), THREADS>>>(g->d, g->nblocks, dt);
+  gpu_state *g = on_device(x);
+  k_sources<<<grid_of((long)g->d.owned * g->d.M * g->d.M), THREADS>>>(g->d, g->d.owned, dt);
 }
 
 static void gpu_set_rain(void *x, const void *view) {
-  gpu_state *g = (gpu_state *)x;
+  gpu_state *g = on_device(x);
   const swe_buq_view *h = (const swe_buq_view *)view;
   g->d.rain_rate = h->rain_rate;
   if (h->rain)
@@ -485,6 +517,6 @@ static void gpu_set_rain(void *x, const void *view) {
 }
 
 extern "C" const swe_buq_passes SWE_BUQ_GPU = {
-    gpu_attach, gpu_release,  gpu_upload, gpu_download, gpu_read_cells,
-    gpu_wet,    gpu_set_list, gpu_ghosts, gpu_fluxes,   gpu_limit,
-    gpu_update, gpu_take_bad, gpu_record, gpu_sources,  gpu_set_rain};
+    gpu_attach,   gpu_release,  gpu_upload,  gpu_download, gpu_read_cells, gpu_mirror,
+    gpu_wet,      gpu_set_list, gpu_ghosts,  gpu_fluxes,   gpu_limit,      gpu_update,
+    gpu_take_bad, gpu_record,   gpu_sources, gpu_set_rain, gpu_finish};

@@ -4,7 +4,9 @@
  * copy on the same level, restriction from finer ones, prolongation from coarser ones), fluxes
  * at level interfaces computed once from both sides' reconstructions (a coarse face takes the
  * mean of its two fine faces: volume kept to rounding; each side keeps its own hydrostatic
- * reconstruction: a lake at rest stays at rest). One global time step, the finest level's.
+ * reconstruction: a lake at rest stays at rest). One global time step, the finest level's. The
+ * leaves may be cut into partitions (on the CPU, or on several GPUs), exchanging through the
+ * halo engine: the same bits under any partition.
  * Compiled once per precision (swe_buq_ops_float, swe_buq_ops_double); ts_swe (swe.c) holds
  * one engine in place of its parts when [grid] type = buq. */
 #ifndef TESSERA_SWE_BUQ_H
@@ -15,10 +17,12 @@
 /* The operations of an engine (void *: the engine of its precision). */
 typedef struct swe_buq_ops {
   /* Builds the grid from the bed and the rules of p->grid, and the state from `in` (h0, hu0,
-   * hv0; friction must be NULL). surface: the water surface the rule refine_water looks at
-   * (NULL: h0's depths). device: the CUDA device that takes the passes, -1: the CPU. */
+   * hv0, friction). surface: the water surface the rule refine_water looks at (NULL: h0's
+   * depths). The leaves are cut into `parts` partitions; devices: the CUDA devices that take
+   * them (round-robin; ndevices 0: the CPU). */
   ts_status (*create)(void **out, const ts_swe_params *p, const swe_inputs *in,
-                      const ts_raster *surface, int threads, int device);
+                      const ts_raster *surface, int threads, int parts, const int *devices,
+                      int ndevices);
   void (*destroy)(void *e);
   void (*set_surface)(void *e, const ts_raster *eta);
   /* One step from t towards target (shortened to land on it), at most step_max long (the rain's
@@ -56,15 +60,17 @@ typedef struct swe_buq_ops {
   void (*load)(void *e, const void *blob);
 } swe_buq_ops;
 
-/* The passes of a step, on the CPU (swe_buq.c, x: the engine) or a CUDA device (swe_buq.cu, x:
- * its mirror of the arrays); view: the engine's swe_buq_view (swe_buq_leaf.h) of the
- * precision. attach makes the device's mirror, upload and download copy the state, velocities
- * and maps, read_cells those of a few cells (the CPU has none of them); wet marks the leaves
- * holding water; set_list gives the leaves of the step (by level from the coarsest) and those
- * dropped from it (their fluxes zeroed); ghosts, fluxes (with amax: the largest wave speeds per
- * level, x and y), limit (limiters of the cells and their first ghost ring), update, record and
- * sources (rain and losses on every leaf) are the passes of engine_step; take_bad returns and
- * clears the non-finite flag of the updates; set_rain takes the view's rain (array and rate). */
+/* The passes of a step on a part's leaves, on the CPU (swe_buq.c, x: the part) or a CUDA device
+ * (swe_buq.cu, x: its mirror of the arrays); view: the part's swe_buq_view (swe_buq_leaf.h) of
+ * the precision. attach makes the device's mirror, upload and download copy the state,
+ * velocities and maps, read_cells those of a few cells, mirror gives the device's view (the
+ * CPU has none of them); wet marks the leaves holding water; set_list gives the leaves of the
+ * step and those dropped from it (their fluxes zeroed): update and record take list[0 ..
+ * counts[0]), limit (limiters of the cells and their first ghost ring) counts[1], fluxes (with
+ * amax: the largest wave speeds per level, x and y) counts[2], ghosts counts[3]; sources (rain
+ * and losses) run on the part's own leaves; take_bad returns and clears the non-finite flag of
+ * the updates; set_rain takes the view's rain (array and rate); finish waits for the work
+ * queued on the device (NULL: none is queued). */
 typedef struct swe_buq_passes {
   ts_status (*attach)(void **x, const void *view, int nblocks, int levels, int device);
   void (*release)(void *x);
@@ -73,8 +79,9 @@ typedef struct swe_buq_passes {
   /* n cells only: cells[2q] the window element, cells[2q + 1] the maps' element (state,
    * velocities and maps into the host's view) */
   void (*read_cells)(void *x, void *view, int n, const int64_t *cells);
+  const void *(*mirror)(const void *x);
   void (*wet)(void *x, unsigned char *wet);
-  void (*set_list)(void *x, const int *list, int n, const int *dropped, int ndropped);
+  void (*set_list)(void *x, const int *list, const int counts[4], const int *dropped, int ndropped);
   void (*ghosts)(void *x);
   void (*fluxes)(void *x, double amax[][2]);
   void (*limit)(void *x, double dt);
@@ -83,6 +90,7 @@ typedef struct swe_buq_passes {
   void (*record)(void *x, double t, double dt);
   void (*sources)(void *x, double dt);
   void (*set_rain)(void *x, const void *view);
+  void (*finish)(void *x);
 } swe_buq_passes;
 
 #if TESSERA_HAVE_CUDA

@@ -28,7 +28,9 @@ typedef struct swe_buq_view {
   ts_real *rain, *loss_initial, *loss_rate;
   double *lost;
   double rain_rate, loss_initial_value, loss_rate_value;
-  const ts_buq_block *blocks;
+  const ts_buq_block *blocks; /* neighbours as indices of this view's leaves (-1: none here) */
+  int owned;     /* leaves 0 .. owned - 1 are this part's; the rest copies of other parts' leaves,
+                    whose cells are exchanged before each stage (their velocities then recomputed) */
   int M, W;      /* cells along a leaf, points along its window (M + 2 SWE_GHOST + 1) */
   int P, origin; /* elements of a window, element of its cell (0, 0): int, so that the layout is
                     the same on the CPU (64-bit swe_idx) and the GPU (32-bit) */
