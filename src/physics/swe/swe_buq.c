@@ -73,6 +73,7 @@ typedef struct part {
   int counts[4];          /* update and maps, limiters, fluxes, ghosts: list[0 .. counts[i]) */
   int *dropped, ndropped; /* the leaves no longer computed: their fluxes are zeroed */
   int bad;                /* the CPU's updates of this step met a non-finite value */
+  double amax[TS_BUQ_MAX_LEVELS][2]; /* the CPU's largest wave speeds of the step */
   /* the passes: cpu_passes on the part, or the CUDA backend's on its device mirror */
   const swe_buq_passes *ops;
   void *x;
@@ -299,9 +300,9 @@ static void cpu_ghosts(void *x) {
   }
 }
 
-/* Fluxes of the leaves up to the flux ring; with amax, the largest wave speeds per level (x,
- * y). */
-static void cpu_fluxes(void *x, double amax[][2]) {
+/* Fluxes of the leaves up to the flux ring; with `speeds`, the largest wave speeds per level
+ * (x, y) kept for cpu_speeds. */
+static void cpu_fluxes(void *x, int speeds) {
   part *e = x;
   int L = e->levels, n_fluxes = e->counts[2];
   double ax[TS_BUQ_MAX_LEVELS] = {0}, ay[TS_BUQ_MAX_LEVELS] = {0};
@@ -322,9 +323,13 @@ static void cpu_fluxes(void *x, double amax[][2]) {
       ay[l] = fmax(ay[l], (double)ly[l]);
     }
   }
-  if (amax)
-    for (int l = 0; l < L; l++)
-      amax[l][0] = ax[l], amax[l][1] = ay[l];
+  for (int l = 0; l < L && speeds; l++)
+    e->amax[l][0] = ax[l], e->amax[l][1] = ay[l];
+}
+
+static void cpu_speeds(void *x, double amax[][2]) {
+  const part *e = x;
+  memcpy(amax, e->amax, sizeof(double) * 2 * (size_t)e->levels);
 }
 
 /* Limiters and speed caps of the cells of the leaves up to the limiter ring, then of their first
@@ -386,9 +391,9 @@ static void cpu_sources(void *x, double dt) {
 }
 
 static const swe_buq_passes cpu_passes = {
-    NULL,         NULL,         NULL,        NULL,       NULL,      NULL,
-    cpu_wet,      cpu_set_list, cpu_ghosts,  cpu_fluxes, cpu_limit, cpu_update,
-    cpu_take_bad, cpu_record,   cpu_sources, NULL,       NULL};
+    NULL,       NULL,         NULL,       NULL,        NULL,       NULL,
+    cpu_wet,    cpu_set_list, cpu_ghosts, cpu_fluxes,  cpu_speeds, cpu_limit,
+    cpu_update, cpu_take_bad, cpu_record, cpu_sources, NULL,       NULL};
 
 /* ---------------------------------------------------------------- steps */
 
@@ -474,9 +479,12 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
       if (stage == 0)
         choose_leaves(pt, e->p.early_exit);
       pt->ops->ghosts(pt->x);
+      pt->ops->fluxes(pt->x, stage == 0);
+    }
+    for (int i = 0; i < e->nparts && stage == 0; i++) {
       double part_amax[TS_BUQ_MAX_LEVELS][2];
-      pt->ops->fluxes(pt->x, stage == 0 ? part_amax : NULL);
-      for (int l = 0; l < e->q.levels && stage == 0; l++)
+      e->parts[i].ops->speeds(e->parts[i].x, part_amax);
+      for (int l = 0; l < e->q.levels; l++)
         for (int a = 0; a < 2; a++)
           amax[l][a] = fmax(amax[l][a], part_amax[l][a]);
     }

@@ -448,18 +448,20 @@ static void gpu_ghosts(void *x) {
   k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS>>>(g->d, g->ghost_list, n);
 }
 
-static void gpu_fluxes(void *x, double amax[][2]) {
+static void gpu_fluxes(void *x, int speeds) {
   gpu_state *g = on_device(x);
   int n = g->counts[2], M = g->d.M;
-  if (amax)
-    check(cudaMemset(g->amax, 0, sizeof(swe_bits) * 2 * g->levels), "wave speeds");
+  if (speeds)
+    check(cudaMemsetAsync(g->amax, 0, sizeof(swe_bits) * 2 * g->levels), "wave speeds");
   if (n > 0 && M == 16)
-    k_sweep<16><<<n, SWEEP_THREADS>>>(g->d, g->list, n, amax ? g->amax : NULL);
+    k_sweep<16><<<n, SWEEP_THREADS>>>(g->d, g->list, n, speeds ? g->amax : NULL);
   else if (n > 0)
     k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS>>>(g->d, g->list, n,
-                                                                         amax ? g->amax : NULL);
-  if (!amax)
-    return;
+                                                                         speeds ? g->amax : NULL);
+}
+
+static void gpu_speeds(void *x, double amax[][2]) {
+  gpu_state *g = on_device(x);
   swe_bits bits[2 * TS_BUQ_MAX_LEVELS];
   check(cudaMemcpy(bits, g->amax, sizeof(swe_bits) * 2 * g->levels, cudaMemcpyDeviceToHost),
         "wave speeds");
@@ -517,6 +519,6 @@ static void gpu_set_rain(void *x, const void *view) {
 }
 
 extern "C" const swe_buq_passes SWE_BUQ_GPU = {
-    gpu_attach,   gpu_release,  gpu_upload,  gpu_download, gpu_read_cells, gpu_mirror,
-    gpu_wet,      gpu_set_list, gpu_ghosts,  gpu_fluxes,   gpu_limit,      gpu_update,
-    gpu_take_bad, gpu_record,   gpu_sources, gpu_set_rain, gpu_finish};
+    gpu_attach, gpu_release,  gpu_upload, gpu_download, gpu_read_cells, gpu_mirror,
+    gpu_wet,    gpu_set_list, gpu_ghosts, gpu_fluxes,   gpu_speeds,     gpu_limit,
+    gpu_update, gpu_take_bad, gpu_record, gpu_sources,  gpu_set_rain,   gpu_finish};

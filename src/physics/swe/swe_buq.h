@@ -66,8 +66,9 @@ typedef struct swe_buq_ops {
  * velocities and maps, read_cells those of a few cells, mirror gives the device's view (the
  * CPU has none of them); wet marks the leaves holding water; set_list gives the leaves of the
  * step and those dropped from it (their fluxes zeroed): update and record take list[0 ..
- * counts[0]), limit (limiters of the cells and their first ghost ring) counts[1], fluxes (with
- * amax: the largest wave speeds per level, x and y) counts[2], ghosts counts[3]; sources (rain
+ * counts[0]), limit (limiters of the cells and their first ghost ring) counts[1], fluxes counts[2]
+ * (with `speeds`, keeping the largest wave speeds per level, x and y, which speeds then gives:
+ * the devices of several parts work at once), ghosts counts[3]; sources (rain
  * and losses) run on the part's own leaves; take_bad returns and clears the non-finite flag of
  * the updates; set_rain takes the view's rain (array and rate); finish waits for the work
  * queued on the device (NULL: none is queued). */
@@ -83,7 +84,8 @@ typedef struct swe_buq_passes {
   void (*wet)(void *x, unsigned char *wet);
   void (*set_list)(void *x, const int *list, const int counts[4], const int *dropped, int ndropped);
   void (*ghosts)(void *x);
-  void (*fluxes)(void *x, double amax[][2]);
+  void (*fluxes)(void *x, int speeds);
+  void (*speeds)(void *x, double amax[][2]);
   void (*limit)(void *x, double dt);
   void (*update)(void *x, double dt, int stage);
   int (*take_bad)(void *x);
