@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The [grid] keys of a shallow-water case: the quadtree case grid_keys/buq.ini runs and its
 # summary.json `grid` tells a quadtree that holds fewer cells than the uniform grid of its finest
-# cells; the same case on the uniform grid tells the bed's grid; and every malformed or misplaced
+# cells; the same case cut into 5 partitions writes the same bytes (asc maps and snapshots, the
+# native blocks in VTK; summary.json but for timings, threads and memory); the same case on the
+# uniform grid tells the bed's grid; and every malformed or misplaced
 # key stops the run with exit code 2 and one line naming the file and line, writing nothing.
 # Needs python3 (to read summary.json). CTest: buq.grid_keys.
 # usage: grid_keys.sh TESSERA WORKDIR
@@ -30,6 +32,23 @@ grid=$(grid_summary buq "g['type'] == 'buq' and g['block'] == 8 and g['levels'] 
   and g['cells_per_level'][0] > 0 and g['cells_uniform_finest'] == 64 * 48 \
   and g['cells'] < g['cells_uniform_finest']")
 check "buq summary" $? "type buq, 3 levels of 8 x 8 blocks, fewer cells than 64 x 48: $grid"
+
+"$tessera" run buq.ini --quiet --out whole --set output.formats=asc,vtk >whole.log 2>&1 &&
+  "$tessera" run buq.ini --quiet --out cut --set output.formats=asc,vtk \
+    --set parallel.subdomains=5 >cut.log 2>&1
+differ=$?
+strip() { sed -e '/"wall_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' -e '/"memory_bytes"/d' \
+  -e '/"subdomains"/d' "$1"; }
+for f in whole/*; do
+  name=$(basename "$f")
+  if [ "$name" = summary.json ]; then
+    cmp -s <(strip "$f") <(strip "cut/$name") || differ="$differ $name"
+  else
+    cmp -s "$f" "cut/$name" || differ="$differ $name"
+  fi
+done
+check "partitions" $([ "$differ" = 0 ] && echo 0 || echo 1) \
+  "5 partitions write the bytes of one ($(ls whole | wc -l) files; differ: $differ)"
 
 "$tessera" run buq.ini --quiet --out uniform --set grid.type=uniform --set grid.block=8 >u.log 2>&1
 check "uniform with block" $([ $? -eq 2 ] && grep -q '^tessera: --set grid.block=8: needs type = buq$' u.log &&

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Decomposition invariance across MPI ranks: runs one case under mpirun with several rank counts
 # and splits and requires every output file to equal the first (reference) run's byte for byte;
-# summary.json is compared without its timings and parallel layout.
+# summary.json is compared without its timings and parallel layout (memory too: a quadtree's
+# partitions hold copies of their neighbours' blocks).
 # usage: compare_runs.sh TESSERA CASE WORKDIR COMMON_ARGS "NP ARGS..." ["NP ARGS..." ...]
 # ARGS may contain @REF@ (the reference output directory), e.g. --restart @REF@/checkpoint.tsc;
 # a run that restarts is compared on the files it writes but summary.json; a run with early exit
@@ -14,6 +15,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 rm -rf "$work" && mkdir -p "$work" || exit 1
 strip_summary() {
   sed -e '/"ranks":/,$d' -e '/"backend"/d' -e '/"wall_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' \
+    -e '/"memory_bytes"/d' \
     -e "${2:-/^\$^/d}" "$1"
 }
 failures=0 n=0 ref=""

@@ -93,6 +93,7 @@ typedef struct engine {
   int nparts;
   part *parts;
   int *first;              /* nparts + 1: part i owns the grid's leaves first[i] .. first[i+1]-1 */
+  int *slot;               /* per leaf of the grid: its place among its owner's leaves */
   ts_halo_plan *plan;      /* the copies' cells from their owners (NULL: nothing to move) */
   ts_halo_field *fields;   /* per part: w, hu, hv in host memory */
   ts_halo_field *mirrored; /* per part: the same on its device (GPU parts) */
@@ -116,7 +117,7 @@ static part *owner_of(const engine *e, int k, int *slot) {
     else
       hi = mid - 1;
   }
-  *slot = k - e->first[lo];
+  *slot = e->slot ? e->slot[k] : k - e->first[lo];
   return &e->parts[lo];
 }
 
@@ -557,6 +558,7 @@ static void engine_destroy(void *ev) {
     part_destroy(&e->parts[i]);
   free(e->parts);
   free(e->first);
+  free(e->slot);
   free(e->fields);
   free(e->mirrored);
   ts_buq_destroy(&e->q);
@@ -687,55 +689,125 @@ static ts_status rings_around(const ts_buq *q, int first, int last, unsigned cha
   return TS_OK;
 }
 
-/* Part i's leaves (its own, then the copies in Morton order) with their neighbours renumbered:
- * -1 where not held (a same-level or coarser side then a wall: only the outermost ring has
- * such sides, and no pass reads its ghosts). */
-static ts_status part_leaves(engine *e, part *pt, int i) {
+/* The leaves part i holds: its own (in Morton order for now) and the copies around them, with
+ * their rings. */
+static ts_status part_holds(engine *e, part *pt, int i) {
   const ts_buq *q = &e->q;
   int nb = q->nblocks, first = e->first[i], last = e->first[i + 1];
   unsigned char *ring = malloc((size_t)nb);
-  int *slot = malloc(sizeof(int) * (size_t)nb);
-  ts_status st = ring && slot ? rings_around(q, first, last, ring)
-                              : ts_error(TS_ERR_NOMEM, "swe: out of memory for partitions");
+  ts_status st = ring ? rings_around(q, first, last, ring)
+                      : ts_error(TS_ERR_NOMEM, "swe: out of memory for partitions");
   int n = 0;
   for (int k = 0; k < nb && st == TS_OK; k++)
     n += ring[k] <= RINGS;
   pt->nblocks = n, pt->owned = last - first;
   if (st == TS_OK &&
-      (!(pt->blocks = malloc(sizeof *pt->blocks * (size_t)n)) ||
-       !(pt->global = malloc(sizeof(int) * (size_t)n)) || !(pt->ring = malloc((size_t)n))))
+      (!(pt->global = malloc(sizeof(int) * (size_t)n)) || !(pt->ring = malloc((size_t)n))))
     st = ts_error(TS_ERR_NOMEM, "swe: out of memory for partitions");
   if (st == TS_OK) {
     n = 0;
     for (int k = first; k < last; k++)
-      pt->global[n++] = k;
+      pt->ring[n] = 0, pt->global[n++] = k;
     for (int k = 0; k < nb; k++)
       if (ring[k] <= RINGS && (k < first || k >= last))
-        pt->global[n++] = k;
-    for (int k = 0; k < nb; k++)
-      slot[k] = -1;
-    for (int l = 0; l < n; l++)
-      slot[pt->global[l]] = l;
-    for (int l = 0; l < n; l++) {
-      ts_buq_block *b = &pt->blocks[l];
-      *b = q->blocks[pt->global[l]];
-      pt->ring[l] = ring[pt->global[l]];
-      for (int s = 0; s < 4; s++) {
-        for (int m = 0; m < 2; m++)
-          b->side[s][m] = b->side[s][m] >= 0 ? slot[b->side[s][m]] : -1;
-        if (b->side_relation[s] != TS_BUQ_FINER && b->side[s][0] < 0)
-          b->side_relation[s] = TS_BUQ_NONE;
-      }
-      for (int c = 0; c < 4; c++) {
-        b->corner[c] = b->corner[c] >= 0 ? slot[b->corner[c]] : -1;
-        if (b->corner[c] < 0)
-          b->corner_relation[c] = TS_BUQ_NONE;
-      }
-    }
+        pt->ring[n] = ring[k], pt->global[n++] = k;
   }
   free(ring);
-  free(slot);
   return st;
+}
+
+/* A leaf and its sort key (leaf_order). */
+typedef struct leaf_key {
+  int key[3], leaf;
+  unsigned char ring;
+} leaf_key;
+
+static int compare_keys(const void *a, const void *b) {
+  const leaf_key *x = a, *y = b;
+  for (int i = 0; i < 3; i++)
+    if (x->key[i] != y->key[i])
+      return x->key[i] < y->key[i] ? -1 : 1;
+  return (x->leaf > y->leaf) - (x->leaf < y->leaf);
+}
+
+/* The order of each part's leaves, so that the copies one part takes from another are few runs
+ * of consecutive leaves at both ends (few transfers): its own leaves that no other part copies
+ * first, then the others by the lowest and the highest part copying them; the copies by owner
+ * and by their place there. Sets e->slot. */
+static ts_status leaf_order(engine *e) {
+  int nb = e->q.nblocks, most = 1;
+  int *lo = malloc(sizeof(int) * (size_t)nb), *hi = malloc(sizeof(int) * (size_t)nb);
+  for (int i = 0; i < e->nparts; i++)
+    most = e->parts[i].nblocks > most ? e->parts[i].nblocks : most;
+  leaf_key *keys = malloc(sizeof *keys * (size_t)most);
+  e->slot = malloc(sizeof(int) * (size_t)nb);
+  if (!lo || !hi || !keys || !e->slot) {
+    free(lo), free(hi), free(keys);
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory for partitions");
+  }
+  for (int k = 0; k < nb; k++)
+    lo[k] = e->nparts, hi[k] = -1;
+  for (int i = 0; i < e->nparts; i++)
+    for (int l = e->parts[i].owned; l < e->parts[i].nblocks; l++) {
+      int k = e->parts[i].global[l];
+      lo[k] = i < lo[k] ? i : lo[k];
+      hi[k] = i > hi[k] ? i : hi[k];
+    }
+  for (int pass = 0; pass < 2; pass++) /* own leaves (their slots), then the copies */
+    for (int i = 0; i < e->nparts; i++) {
+      part *pt = &e->parts[i];
+      int from = pass ? pt->owned : 0, to = pass ? pt->nblocks : pt->owned;
+      for (int l = from; l < to; l++) {
+        int k = pt->global[l], slot, owner = pass ? (int)(owner_of(e, k, &slot) - e->parts) : i;
+        leaf_key *c = &keys[l - from];
+        c->leaf = k, c->ring = pt->ring[l];
+        c->key[0] = pass ? owner : hi[k] >= 0;
+        c->key[1] = pass ? e->slot[k] : lo[k];
+        c->key[2] = pass ? 0 : hi[k];
+      }
+      qsort(keys, (size_t)(to - from), sizeof *keys, compare_keys);
+      for (int l = from; l < to; l++) {
+        pt->global[l] = keys[l - from].leaf, pt->ring[l] = keys[l - from].ring;
+        if (!pass)
+          e->slot[pt->global[l]] = l;
+      }
+    }
+  free(lo), free(hi), free(keys);
+  return TS_OK;
+}
+
+/* Part pt's leaves as blocks with their neighbours renumbered to its own: -1 where not held (a
+ * same-level or coarser side then a wall: only the outermost ring has such sides, and no pass
+ * reads its ghosts). */
+static ts_status part_blocks(engine *e, part *pt) {
+  const ts_buq *q = &e->q;
+  int n = pt->nblocks, *local = malloc(sizeof(int) * (size_t)q->nblocks);
+  pt->blocks = malloc(sizeof *pt->blocks * (size_t)n);
+  if (!local || !pt->blocks) {
+    free(local);
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory for partitions");
+  }
+  for (int k = 0; k < q->nblocks; k++)
+    local[k] = -1;
+  for (int l = 0; l < n; l++)
+    local[pt->global[l]] = l;
+  for (int l = 0; l < n; l++) {
+    ts_buq_block *b = &pt->blocks[l];
+    *b = q->blocks[pt->global[l]];
+    for (int s = 0; s < 4; s++) {
+      for (int m = 0; m < 2; m++)
+        b->side[s][m] = b->side[s][m] >= 0 ? local[b->side[s][m]] : -1;
+      if (b->side_relation[s] != TS_BUQ_FINER && b->side[s][0] < 0)
+        b->side_relation[s] = TS_BUQ_NONE;
+    }
+    for (int c = 0; c < 4; c++) {
+      b->corner[c] = b->corner[c] >= 0 ? local[b->corner[c]] : -1;
+      if (b->corner[c] < 0)
+        b->corner_relation[c] = TS_BUQ_NONE;
+    }
+  }
+  free(local);
+  return TS_OK;
 }
 
 /* Part i of the engine: its leaves, their arrays, beds and state, on the CPU. */
@@ -745,7 +817,7 @@ static ts_status part_create(engine *e, int i, const swe_inputs *in) {
   pt->M = e->M, pt->W = e->W, pt->P = e->P, pt->levels = e->q.levels, pt->threads = e->threads;
   pt->ops = &cpu_passes;
   pt->x = pt;
-  TS_CALL(part_leaves(e, pt, i));
+  TS_CALL(part_blocks(e, pt));
   pt->v = (swe_buq_view){.blocks = pt->blocks,
                          .owned = pt->owned,
                          .M = e->M,
@@ -822,10 +894,10 @@ static ts_status build_exchange(engine *e) {
   for (int d = 0; d < np; d++) {
     const part *pt = &e->parts[d];
     for (int l = pt->owned; l < pt->nblocks;) {
-      int k = pt->global[l], slot, run = 1;
+      int k = pt->global[l], slot, run = 1, next_slot;
       const part *from = owner_of(e, k, &slot);
-      while (l + run < pt->nblocks && pt->global[l + run] == k + run &&
-             k + run < e->first[from - e->parts + 1])
+      while (l + run < pt->nblocks && owner_of(e, pt->global[l + run], &next_slot) == from &&
+             next_slot == slot + run)
         run++;
       links[nlinks++] = (ts_halo_link){.src = (int)(from - e->parts),
                                        .dst = d,
@@ -888,6 +960,10 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
     st = e->parts && e->first ? ts_buq_partition(&e->q, NULL, e->nparts, e->first)
                               : ts_error(TS_ERR_NOMEM, "swe: out of memory");
   }
+  for (int i = 0; i < e->nparts && st == TS_OK; i++)
+    st = part_holds(e, &e->parts[i], i);
+  if (st == TS_OK)
+    st = leaf_order(e);
   for (int i = 0; i < e->nparts && st == TS_OK; i++)
     st = part_create(e, i, in);
   if (st == TS_OK && e->nparts > 1)
@@ -1136,19 +1212,18 @@ static int64_t engine_leaf_cells(const void *ev, int *i0, int *j0, int *width, i
   return n;
 }
 
-/* Values in leaf order: the parts' own leaves, part by part. */
+/* Values in the grid's leaf order. */
 static void engine_leaf_values(const void *ev, ts_swe_var var, double *out) {
   const engine *e = ev;
   to_host(e);
   int M = e->M;
   for (int n = 0; n < e->nparts; n++) {
     const part *pt = &e->parts[n];
-    double *o = out + (int64_t)e->first[n] * M * M;
 #pragma omp parallel for schedule(static) num_threads(e->threads)
     for (int k = 0; k < pt->owned; k++)
       for (int j = 0; j < M; j++)
         for (int i = 0; i < M; i++)
-          o[leaf_cell_index(M, k, i, j)] = cell_value(pt, &e->p, var, k, i, j);
+          out[leaf_cell_index(M, pt->global[k], i, j)] = cell_value(pt, &e->p, var, k, i, j);
   }
 }
 
@@ -1229,29 +1304,31 @@ static size_t engine_state_bytes(const void *ev) {
   return cells * (4 * sizeof(ts_real) + (6 + (e->sources != 0)) * sizeof(double));
 }
 
-/* Copies the checkpoint's arrays between blob and the parts' own leaves (save: to the blob). */
+/* Copies the checkpoint's arrays between blob and the parts' own leaves (save: to the blob), in
+ * the grid's leaf order. */
 static void checkpoint_copy(const engine *e, char *blob, int save) {
   int M = e->M;
-  size_t row = sizeof(ts_real) * (size_t)M;
+  size_t row = sizeof(ts_real) * (size_t)M, cells = sizeof(double) * (size_t)M * M;
   for (int a = 0; a < 4; a++)
-    for (int n = 0; n < e->nparts; n++) {
-      const part *pt = &e->parts[n];
+    for (int g = 0; g < e->q.nblocks; g++) {
+      int k;
+      const part *pt = owner_of(e, g, &k);
       ts_real *state[4] = {pt->v.w, pt->v.hu, pt->v.hv, pt->v.w_carry};
-      for (int k = 0; k < pt->owned; k++)
-        for (int j = 0; j < M; j++) {
-          ts_real *at = state[a] + cell_at(pt, k, 0, j);
-          memcpy(save ? (void *)blob : (void *)at, save ? (void *)at : (void *)blob, row);
-          blob += row;
-        }
+      for (int j = 0; j < M; j++) {
+        ts_real *at = state[a] + cell_at(pt, k, 0, j);
+        memcpy(save ? (void *)blob : (void *)at, save ? (void *)at : (void *)blob, row);
+        blob += row;
+      }
     }
   for (int m = 0; m < 6 + (e->sources != 0); m++)
-    for (int n = 0; n < e->nparts; n++) {
-      const part *pt = &e->parts[n];
+    for (int g = 0; g < e->q.nblocks; g++) {
+      int k;
+      const part *pt = owner_of(e, g, &k);
       double *maps[7] = {pt->v.max_h,    pt->v.max_speed,  pt->v.arrival, pt->v.max_eta,
                          pt->v.duration, pt->v.max_hazard, pt->v.lost};
-      size_t bytes = sizeof(double) * (size_t)pt->owned * M * M;
-      memcpy(save ? (void *)blob : (void *)maps[m], save ? (void *)maps[m] : (void *)blob, bytes);
-      blob += bytes;
+      double *at = maps[m] + leaf_cell_index(M, k, 0, 0);
+      memcpy(save ? (void *)blob : (void *)at, save ? (void *)at : (void *)blob, cells);
+      blob += cells;
     }
 }
 
