@@ -72,6 +72,7 @@ typedef struct part {
   int *list;              /* the leaves of the step by ring, each ring by level from the coarsest */
   int counts[4];          /* update and maps, limiters, fluxes, ghosts: list[0 .. counts[i]) */
   int *dropped, ndropped; /* the leaves no longer computed: their fluxes are zeroed */
+  int listed;             /* the list is choose_leaves' (it changes with `computed` alone) */
   int bad;                /* the CPU's updates of this step met a non-finite value */
   double amax[TS_BUQ_MAX_LEVELS][2]; /* the CPU's largest wave speeds of the step */
   /* the passes: cpu_passes on the part, or the CUDA backend's on its device mirror */
@@ -444,6 +445,7 @@ static void choose_leaves(part *e, int early_exit) {
   else
     memset(wet, 1, (size_t)nb);
   e->ndropped = 0;
+  int changed = !e->listed;
   for (int k = 0; k < nb; k++) {
     const ts_buq_block *b = &e->blocks[k];
     int on = wet[k];
@@ -454,8 +456,12 @@ static void choose_leaves(part *e, int early_exit) {
       on = b->corner[c] >= 0 && wet[b->corner[c]];
     if (!on && e->computed[k])
       e->dropped[e->ndropped++] = k;
+    changed |= on != e->computed[k];
     e->computed[k] = (unsigned char)on;
   }
+  if (!changed)
+    return; /* the list of the last step */
+  e->listed = 1;
   int n = 0;
   for (int ring = 0; ring <= RING_GHOST; ring++) {
     for (int level = e->levels - 1; level >= 0; level--)
@@ -617,6 +623,7 @@ static ts_status wanted_widths(const ts_swe_params *p, const swe_inputs *in,
 /* Every leaf of the part in the list (its own first), as computed, with the velocities of its
  * cells (after the state was set from outside the steps). */
 static void all_leaves(part *e) {
+  e->listed = 0;
   memset(e->computed, 1, (size_t)e->nblocks);
   for (int k = 0; k < e->nblocks; k++)
     e->list[k] = k;
