@@ -272,6 +272,26 @@ if [ "$what" = buq-gpus ]; then
         --json "$out/buq_strong.json"
       "$T" bench swe --backend cuda --devices "$devs" --strong --size 8192 --steps 30 --grid buq \
         --levels 3 --json "$out/buq_strong_3.json"
+      # the circular dam break at 4096^2 (0.49 m), 3 levels refined where the water is: 10 s on
+      # GPU 0, on both GPUs in one process and on two ranks
+      c=/tmp/circ4096
+      sh "$root/examples/circular_dambreak/make_case.sh" 4096 $c >/dev/null &&
+        cp "$root/examples/circular_dambreak/circular_dambreak.ini" $c/
+      circ=(--quiet --set grid.type=buq --set grid.levels=3 --set grid.refine_water=16
+        --set grid.refine_slope=0.05 --set time.end=10 --set output.times=10
+        --set output.formats=asc --set parallel.backend=cuda)
+      for run in "gpu0|1|--set parallel.devices=0" "gpus|1|--set parallel.devices=$devs" \
+        "ranks|$gpus|--set parallel.devices=$devs"; do
+        IFS='|' read -r name np extra <<<"$run"
+        # shellcheck disable=SC2086
+        mpirun --oversubscribe -np "$np" "$T" run $c/circular_dambreak.ini "${circ[@]}" $extra \
+          --out "$out/circ_$name" 2>&1 | tail -2
+        echo "== circular 4096 buq3 $name: $(grep -E '"(wall_s|steps|cells)"' \
+          "$out/circ_$name/summary.json" | tr -d ' \n')"
+      done
+      cmp "$out/circ_gpu0/max_h.asc" "$out/circ_gpus/max_h.asc" &&
+        cmp "$out/circ_gpu0/max_h.asc" "$out/circ_ranks/max_h.asc" &&
+        echo "circular 4096: max_h.asc the same on one GPU, two, and two ranks"
     fi
   } 2>&1 | tee "$out/buq_gpus.log"
 fi

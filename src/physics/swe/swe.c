@@ -364,42 +364,57 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
   return swe_build_halo_plan(s);
 }
 
-/* A solver on a quadtree grid: the block engine of the precision, in one process on the CPU
- * or its GPUs, its leaves cut into [parallel] subdomains partitions (at least one per GPU), with
- * walls (and NODATA) around the water (what the engine covers so far), rain and losses. One
- * subdomain for the callers that read the split. */
+/* A solver on a quadtree grid: the block engine of the precision on the CPU or GPUs, its leaves
+ * cut into [parallel] subdomains partitions over the ranks (auto: one per rank, or one per GPU
+ * of a rank), with walls (and NODATA) around the water (what the engine covers so far), rain and
+ * losses. One subdomain for the callers that read the split. */
 static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_raster *bed,
                             const swe_inputs *in) {
   s->p = *params;
   start_solver(s, bed);
   s->early_exit = params->early_exit != 0;
-  s->transport = "memory";
+  s->transport = s->nranks > 1 ? "mpi" : "memory";
   s->balance.mode = TS_BALANCE_OFF;
   s->p.grid.refine = s->p.grid.water_surface = NULL;
   TS_CALL(resolve_backend(s));
-  if (s->nranks > 1)
-    return ts_error(TS_ERR_INPUT, "swe: grid type = buq runs in one process for now (%d ranks)",
-                    s->nranks);
-  int devices[TS_MAX_DEVICES], ndevices = 0; /* CUDA: the devices listed, or GPU 0 */
-  if (s->backend == TS_BACKEND_CUDA) {
-    ndevices = params->parallel.ndevices > 0 ? params->parallel.ndevices : 1;
-    for (int d = 0; d < ndevices; d++)
-      devices[d] = params->parallel.ndevices > 0 ? params->parallel.devices[d] : 0;
-  }
-  int parts = params->parallel.subdomains > ndevices ? params->parallel.subdomains : ndevices;
   if (swe_has_open_sides(params))
     return ts_error(TS_ERR_INPUT, "swe: grid type = buq takes wall boundaries only for now");
-  count_active(s, bed);
-  TS_CALL(copy_raster(&s->bed, bed));
-  TS_CALL(copy_sources(s, params));
-  int n[3] = {s->nx, s->ny, 1}, split[3] = {0, 0, 1};
-  TS_CALL(ts_decomp_create(&s->decomp, 2, n, 1, TS_DECOMP_ROWS, split));
-  s->sub_rank = calloc(1, sizeof *s->sub_rank);
-  if (!s->sub_rank)
+  int parts = params->parallel.subdomains > 0 ? params->parallel.subdomains
+                                              : s->nranks * auto_parts_per_rank(s);
+  if (parts < s->nranks)
+    return ts_error(TS_ERR_INPUT, "swe: %d subdomains for %d ranks: at least one per rank", parts,
+                    s->nranks);
+  int *part_rank = malloc(sizeof(int) * (size_t)parts);
+  int *part_device = malloc(sizeof(int) * (size_t)parts);
+  if (!part_rank || !part_device) {
+    free(part_rank);
+    free(part_device);
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  }
+  s->nparts_hint = 0;
+  for (int i = 0; i < parts; i++) { /* each rank's consecutive */
+    part_rank[i] = (int)((int64_t)i * s->nranks / parts);
+    s->nparts_hint += part_rank[i] == s->rank;
+  }
+  for (int i = 0, k = 0; i < parts; i++)
+    part_device[i] =
+        s->backend == TS_BACKEND_CUDA && part_rank[i] == s->rank ? device_of(s, k++) : -1;
+  count_active(s, bed);
+  ts_status st = copy_raster(&s->bed, bed);
+  if (st == TS_OK)
+    st = copy_sources(s, params);
+  int n[3] = {s->nx, s->ny, 1}, split[3] = {0, 0, 1};
+  if (st == TS_OK)
+    st = ts_decomp_create(&s->decomp, 2, n, 1, TS_DECOMP_ROWS, split);
+  if (st == TS_OK && !(s->sub_rank = calloc(1, sizeof *s->sub_rank)))
+    st = ts_error(TS_ERR_NOMEM, "swe: out of memory");
   s->buq_ops = params->precision == TS_DOUBLE ? &swe_buq_ops_double : &swe_buq_ops_float;
-  return s->buq_ops->create(&s->buq, params, in, params->grid.water_surface, omp_get_max_threads(),
-                            parts, devices, ndevices);
+  if (st == TS_OK)
+    st = s->buq_ops->create(&s->buq, params, in, params->grid.water_surface, omp_get_max_threads(),
+                            s->comm, parts, part_rank, part_device);
+  free(part_rank);
+  free(part_device);
+  return st;
 }
 
 ts_status ts_swe_create(ts_swe **out, const ts_swe_params *params, const ts_raster *bed,

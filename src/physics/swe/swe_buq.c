@@ -93,13 +93,17 @@ typedef struct engine {
   int threads;
   int nparts;
   part *parts;
-  int *first;              /* nparts + 1: part i owns the grid's leaves first[i] .. first[i+1]-1 */
-  int *slot;               /* per leaf of the grid: its place among its owner's leaves */
-  ts_halo_plan *plan;      /* the copies' cells from their owners (NULL: nothing to move) */
-  ts_halo_field *fields;   /* per part: w, hu, hv in host memory */
-  ts_halo_field *mirrored; /* per part: the same on its device (GPU parts) */
-  double t;                /* time of the state (for the maps) */
-  int sources;             /* rain or losses (swe_has_sources) */
+  int *first;     /* nparts + 1: part i owns the grid's leaves first[i] .. first[i+1]-1 */
+  int *slot;      /* per leaf of the grid: its place among its owner's leaves */
+  int *part_rank; /* per part: the rank running it (this rank's consecutive) */
+  const ts_comm *comm;
+  int rank, mine[2];     /* this rank, and its parts mine[0] .. mine[1] - 1 */
+  int *devices;          /* per part of this rank: its CUDA device, -1: the CPU */
+  ts_halo_plan *plan;    /* the copies' cells from their owners (NULL: nothing to move) */
+  ts_halo_field *fields; /* per part: w, hu, hv where its passes run (host or device) */
+  double t;              /* time of the state (for the maps) */
+  double dx0;            /* the finest cell size (m) */
+  int sources;           /* rain or losses (swe_has_sources) */
 } engine;
 
 static inline int64_t cell_at(const part *e, int k, int i, int j) {
@@ -408,27 +412,28 @@ static void part_to_host(const part *ec) {
 }
 
 static void to_host(const engine *e) {
-  for (int i = 0; i < e->nparts; i++)
+  for (int i = e->mine[0]; i < e->mine[1]; i++)
     part_to_host(&e->parts[i]);
 }
 
-/* The copies' cells from their owners, on the devices (device = 1, the parts' work finished
- * first) or in host memory. */
-static ts_status exchange(engine *e, int device) {
+/* The copies' cells from their owners (collective): on the devices, the parts' queued work
+ * finished first. */
+static ts_status exchange(engine *e) {
   if (!e->plan)
     return TS_OK;
-  for (int i = 0; i < e->nparts && device; i++)
-    if (e->parts[i].ops->finish)
+  int device = 0;
+  for (int i = e->mine[0]; i < e->mine[1]; i++)
+    if (e->parts[i].ops->finish) {
       e->parts[i].ops->finish(e->parts[i].x);
-#if TESSERA_HAVE_CUDA
-  ts_halo_set_copier(e->plan, device ? ts_gpu_copy_box : NULL);
-#endif
-  const ts_halo_field *f = device ? e->mirrored : e->fields;
-  TS_CALL(ts_halo_start(e->plan, f, f));
-  TS_CALL(ts_halo_finish(e->plan, f));
+      device = 1;
+    }
+  TS_CALL(ts_halo_start(e->plan, e->fields, e->fields));
+  TS_CALL(ts_halo_finish(e->plan, e->fields));
 #if TESSERA_HAVE_CUDA
   if (device)
     ts_gpu_halo_wait();
+#else
+  (void)device;
 #endif
   return TS_OK;
 }
@@ -476,25 +481,27 @@ static void choose_leaves(part *e, int early_exit) {
 static ts_status engine_step(void *ev, double t, double target, double step_max, double *dt_out,
                              double *t_after) {
   engine *e = ev;
-  int stages = e->p.rk_order == 1 ? 1 : 2, device = e->mirrored != NULL;
+  int stages = e->p.rk_order == 1 ? 1 : 2;
   double dt = 0;
   for (int stage = 0; stage < stages; stage++) {
-    TS_CALL(exchange(e, device));
+    TS_CALL(exchange(e));
     double amax[TS_BUQ_MAX_LEVELS][2] = {{0}};
-    for (int i = 0; i < e->nparts; i++) {
+    for (int i = e->mine[0]; i < e->mine[1]; i++) {
       part *pt = &e->parts[i];
       if (stage == 0)
         choose_leaves(pt, e->p.early_exit);
       pt->ops->ghosts(pt->x);
       pt->ops->fluxes(pt->x, stage == 0);
     }
-    for (int i = 0; i < e->nparts && stage == 0; i++) {
+    for (int i = e->mine[0]; i < e->mine[1] && stage == 0; i++) {
       double part_amax[TS_BUQ_MAX_LEVELS][2];
       e->parts[i].ops->speeds(e->parts[i].x, part_amax);
       for (int l = 0; l < e->q.levels; l++)
         for (int a = 0; a < 2; a++)
           amax[l][a] = fmax(amax[l][a], part_amax[l][a]);
     }
+    if (stage == 0)
+      TS_CALL(ts_comm_max(e->comm, &amax[0][0], 2 * e->q.levels));
     if (stage == 0) {
       /* the step of the finest cells: wave speeds in finest cells per second */
       double ax = 0, ay = 0;
@@ -502,12 +509,12 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
         ax = fmax(ax, ldexp(amax[l][0], -l));
         ay = fmax(ay, ldexp(amax[l][1], -l));
       }
-      dt = swe_time_step(ax, ay, e->p.cfl, e->parts[0].v.dx0, e->parts[0].v.dx0, step_max, t,
-                         target, e->p.precision == TS_DOUBLE, t_after);
+      dt = swe_time_step(ax, ay, e->p.cfl, e->dx0, e->dx0, step_max, t, target,
+                         e->p.precision == TS_DOUBLE, t_after);
       if (!(dt > 0))
         return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, t);
     }
-    for (int i = 0; i < e->nparts; i++) {
+    for (int i = e->mine[0]; i < e->mine[1]; i++) {
       part *pt = &e->parts[i];
       pt->ops->limit(pt->x, dt);
       pt->ops->update(pt->x, dt, stage);
@@ -515,7 +522,7 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
   }
   e->t = *t_after;
   int bad = 0;
-  for (int i = 0; i < e->nparts; i++) {
+  for (int i = e->mine[0]; i < e->mine[1]; i++) {
     part *pt = &e->parts[i];
     pt->ops->record(pt->x, e->t, dt);
     if (e->sources)
@@ -524,7 +531,9 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
     bad |= pt->ops->take_bad(pt->x);
   }
   *dt_out = dt;
-  if (bad)
+  double any_bad = bad;
+  TS_CALL(ts_comm_max(e->comm, &any_bad, 1));
+  if (any_bad > 0)
     return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s", t);
   return TS_OK;
 }
@@ -564,9 +573,10 @@ static void engine_destroy(void *ev) {
     part_destroy(&e->parts[i]);
   free(e->parts);
   free(e->first);
+  free(e->part_rank);
   free(e->slot);
   free(e->fields);
-  free(e->mirrored);
+  free(e->devices);
   ts_buq_destroy(&e->q);
   free(e);
 }
@@ -643,7 +653,7 @@ static void all_leaves(part *e) {
  * velocities, or a copy to the device. The copies' cells come from their owners at the next
  * step's first exchange. */
 static void state_changed(engine *e) {
-  for (int i = 0; i < e->nparts; i++) {
+  for (int i = e->mine[0]; i < e->mine[1]; i++) {
     part *pt = &e->parts[i];
     all_leaves(pt);
     if (pt->ops->upload) {
@@ -883,18 +893,18 @@ static ts_status part_create(engine *e, int i, const swe_inputs *in) {
 
 /* The halo plan that brings each part's copies their owners' cells (w, hu, hv of the M x M
  * cells of each leaf, runs of consecutive leaves of one owner in one link; a field's
- * coordinates: x, y within a window, z the leaf's place in the part), and the fields of the
- * parts' host arrays. */
-static ts_status build_exchange(engine *e) {
+ * coordinates: x, y within a window, z the leaf's place in the part), and the fields of this
+ * rank's parts: in device memory for GPU parts (copies between them by the GPU copier, a
+ * transport between ranks: NCCL, CUDA-aware MPI or host staging), else in host memory.
+ * Collective. */
+static ts_status build_exchange(engine *e, int on_device) {
   int np = e->nparts, nlinks = 0, M = e->M;
   for (int i = 0; i < np; i++)
     nlinks += e->parts[i].nblocks - e->parts[i].owned;
   ts_halo_link *links = malloc(sizeof *links * (size_t)(nlinks > 0 ? nlinks : 1));
-  int *sub_rank = calloc((size_t)np, sizeof(int));
   e->fields = calloc((size_t)np, sizeof *e->fields);
-  if (!links || !sub_rank || !e->fields) {
+  if (!links || !e->fields) {
     free(links);
-    free(sub_rank);
     return ts_error(TS_ERR_NOMEM, "swe: out of memory for the partitions' exchange");
   }
   nlinks = 0;
@@ -914,23 +924,40 @@ static ts_status build_exchange(engine *e) {
     }
     ts_halo_field *f = &e->fields[d];
     *f = (ts_halo_field){.ncomp = 3, .elem = sizeof(ts_real), .stride = {1, e->W, e->P}};
-    f->comp[0] = pt->v.w, f->comp[1] = pt->v.hu, f->comp[2] = pt->v.hv;
+    if (d >= e->mine[0] && d < e->mine[1]) {
+      const swe_buq_view *v = on_device ? pt->ops->mirror(pt->x) : &pt->v;
+      f->comp[0] = v->w, f->comp[1] = v->hu, f->comp[2] = v->hv;
+    }
   }
   ts_halo_spec spec = {.nsub = np,
-                       .sub_rank = sub_rank,
+                       .sub_rank = e->part_rank,
                        .nfields = 1,
                        .layout = e->fields,
                        .nlinks = nlinks,
                        .links = links};
-  ts_status st = ts_halo_plan_create(&e->plan, ts_comm_self(), &spec);
+  ts_status st = ts_halo_plan_create(&e->plan, e->comm, &spec);
   free(links);
-  free(sub_rank);
+#if TESSERA_HAVE_CUDA
+  if (st == TS_OK && on_device)
+    ts_halo_set_copier(e->plan, ts_gpu_copy_box);
+  if (st == TS_OK && on_device && ts_comm_size(e->comm) > 1) {
+    const ts_halo_transport *transport = NULL;
+    ts_transport_kind chosen;
+    int device = e->devices[0];
+    for (int i = 1; i < e->mine[1] - e->mine[0]; i++)
+      device = e->devices[i] == device ? device : -1;
+    st = ts_comm_agree(
+        e->comm, ts_transport_open(e->comm, device, e->p.parallel.transport, &transport, &chosen));
+    if (st == TS_OK)
+      st = ts_halo_set_transport(e->plan, transport);
+  }
+#endif
   return st;
 }
 
 static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inputs *in,
-                               const ts_raster *surface, int threads, int parts, const int *devices,
-                               int ndevices) {
+                               const ts_raster *surface, int threads, const ts_comm *comm,
+                               int parts, const int *part_rank, const int *part_device) {
   const ts_raster *bed = in->bed;
   int nx = bed->ncols, ny = bed->nrows;
   engine *e = calloc(1, sizeof *e);
@@ -941,20 +968,20 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
     free(valid);
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
   }
-  ts_status st = TS_OK;
-  {
-    e->p = *p;
-    e->threads = threads;
-    e->sources = swe_has_sources(p);
-    for (int64_t c = 0; c < (int64_t)nx * ny; c++)
-      valid[c] = !ts_raster_is_nodata(bed, bed->v[c]);
-    st = wanted_widths(p, in, surface, &target);
-  }
+  e->p = *p;
+  e->threads = threads;
+  e->sources = swe_has_sources(p);
+  e->comm = comm;
+  e->rank = ts_comm_rank(comm);
+  e->dx0 = bed->cellsize;
+  for (int64_t c = 0; c < (int64_t)nx * ny; c++)
+    valid[c] = !ts_raster_is_nodata(bed, bed->v[c]);
+  ts_status st = wanted_widths(p, in, surface, &target);
   if (st == TS_OK)
     st = ts_buq_build(&e->q, nx, ny, p->grid.block, p->grid.levels, valid, target);
   free(valid);
   free(target);
-  e->nparts = parts > 1 ? parts : 1;
+  e->nparts = parts;
   if (st == TS_OK && e->nparts > e->q.nblocks)
     st = ts_error(TS_ERR_INPUT, "swe: %d partitions of a quadtree grid of %d blocks", e->nparts,
                   e->q.nblocks);
@@ -964,41 +991,46 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
     e->P = (int64_t)e->W * e->W;
     e->parts = calloc((size_t)e->nparts, sizeof *e->parts);
     e->first = malloc(sizeof(int) * (size_t)(e->nparts + 1));
-    st = e->parts && e->first ? ts_buq_partition(&e->q, NULL, e->nparts, e->first)
-                              : ts_error(TS_ERR_NOMEM, "swe: out of memory");
+    e->part_rank = malloc(sizeof(int) * (size_t)e->nparts);
+    e->devices = malloc(sizeof(int) * (size_t)e->nparts);
+    st = e->parts && e->first && e->part_rank && e->devices
+             ? ts_buq_partition(&e->q, NULL, e->nparts, e->first)
+             : ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  }
+  if (st == TS_OK) {
+    e->mine[0] = e->nparts, e->mine[1] = 0;
+    for (int i = 0; i < e->nparts; i++) {
+      e->part_rank[i] = part_rank[i];
+      if (part_rank[i] == e->rank) {
+        e->mine[0] = i < e->mine[0] ? i : e->mine[0];
+        e->mine[1] = i + 1;
+        e->devices[i - e->mine[0]] = part_device[i];
+      }
+    }
+    if (e->mine[1] < e->mine[0])
+      e->mine[0] = e->mine[1] = 0;
   }
   for (int i = 0; i < e->nparts && st == TS_OK; i++)
     st = part_holds(e, &e->parts[i], i);
   if (st == TS_OK)
     st = leaf_order(e);
-  for (int i = 0; i < e->nparts && st == TS_OK; i++)
+  for (int i = e->mine[0]; i < e->mine[1] && st == TS_OK; i++)
     st = part_create(e, i, in);
-  if (st == TS_OK && e->nparts > 1)
-    st = build_exchange(e);
+  int on_device = st == TS_OK && e->mine[1] > e->mine[0] && e->devices[0] >= 0;
 #if TESSERA_HAVE_CUDA
-  for (int i = 0; i < e->nparts && st == TS_OK && ndevices > 0; i++) {
+  for (int i = e->mine[0]; i < e->mine[1] && st == TS_OK && on_device; i++) {
     part *pt = &e->parts[i];
-    st = SWE_BUQ_GPU.attach(&pt->x, &pt->v, pt->nblocks, e->q.levels, devices[i % ndevices]);
+    st = SWE_BUQ_GPU.attach(&pt->x, &pt->v, pt->nblocks, e->q.levels, e->devices[i - e->mine[0]]);
     if (st != TS_OK) {
       pt->x = pt;
       break;
     }
     pt->ops = &SWE_BUQ_GPU;
   }
-  if (st == TS_OK && ndevices > 0 && e->fields) {
-    e->mirrored = calloc((size_t)e->nparts, sizeof *e->mirrored);
-    if (!e->mirrored)
-      st = ts_error(TS_ERR_NOMEM, "swe: out of memory");
-    for (int i = 0; i < e->nparts && st == TS_OK; i++) {
-      const swe_buq_view *d = e->parts[i].ops->mirror(e->parts[i].x);
-      e->mirrored[i] = e->fields[i];
-      e->mirrored[i].comp[0] = d->w, e->mirrored[i].comp[1] = d->hu;
-      e->mirrored[i].comp[2] = d->hv;
-    }
-  }
-#else
-  (void)devices, (void)ndevices;
 #endif
+  st = ts_comm_agree(comm, st);
+  if (st == TS_OK && e->nparts > 1)
+    st = build_exchange(e, on_device);
   if (st != TS_OK) {
     engine_destroy(e);
     return st;
@@ -1014,7 +1046,7 @@ static void engine_set_surface(void *ev, const ts_raster *eta) {
   engine *e = ev;
   int M = e->M;
   to_host(e);
-  for (int n = 0; n < e->nparts; n++) {
+  for (int n = e->mine[0]; n < e->mine[1]; n++) {
     part *pt = &e->parts[n];
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
     for (int k = 0; k < pt->nblocks; k++) {
@@ -1052,7 +1084,7 @@ static inline int64_t leaf_cell_index(int M, int k, int i, int j) {
  * leaves, each times its area in finest cells. */
 static void sum_by_area(const engine *e, int rain, ts_exact_sum *sum) {
   int M = e->M;
-  for (int n = 0; n < e->nparts; n++) {
+  for (int n = e->mine[0]; n < e->mine[1]; n++) {
     const part *pt = &e->parts[n];
     for (int k = 0; k < pt->owned; k++) {
       double area = ldexp(1.0, 2 * pt->blocks[k].level);
@@ -1073,7 +1105,7 @@ static void sum_by_area(const engine *e, int rain, ts_exact_sum *sum) {
 static double engine_set_rain(void *ev, const ts_raster *grid, double rate) {
   engine *e = ev;
   int M = e->M;
-  for (int n = 0; n < e->nparts; n++) {
+  for (int n = e->mine[0]; n < e->mine[1]; n++) {
     part *pt = &e->parts[n];
     pt->v.rain_rate = grid ? 0 : rate;
     if (pt->v.rain) {
@@ -1089,12 +1121,14 @@ static double engine_set_rain(void *ev, const ts_raster *grid, double rate) {
   }
   ts_exact_sum sum = {0, 0};
   sum_by_area(e, 1, &sum);
+  if (ts_comm_exact_sum(e->comm, &sum) != TS_OK)
+    return NAN;
   return ts_exact_sum_value(sum);
 }
 
 static void engine_losses(const void *ev, ts_exact_sum *sum) {
   const engine *e = ev;
-  if (!e->sources || !e->parts[0].v.lost)
+  if (!e->sources)
     return;
   to_host(e);
   sum_by_area(e, 0, sum);
@@ -1146,7 +1180,7 @@ static void engine_probe(const void *ev, int n, const int *i, const int *j, cons
                          double *out) {
   const engine *e = ev;
   int64_t *cells = malloc(sizeof(int64_t) * 2 * (size_t)(n > 0 ? n : 1));
-  for (int pn = 0; pn < e->nparts; pn++) {
+  for (int pn = e->mine[0]; pn < e->mine[1]; pn++) {
     part *pt = &e->parts[pn];
     if (!cells || !pt->host_stale || !pt->ops->read_cells) {
       part_to_host(pt);
@@ -1164,11 +1198,30 @@ static void engine_probe(const void *ev, int n, const int *i, const int *j, cons
     pt->ops->read_cells(pt->x, &pt->v, m, cells);
   }
   free(cells);
-  for (int q = 0; q < n; q++) {
+  /* each value from the rank owning its cell (NaN outside): the largest of (owned, value) */
+  int ranks = ts_comm_size(e->comm);
+  double *mine = malloc(sizeof(double) * 2 * (size_t)(n > 0 ? n : 1));
+  double *all = ranks > 1 ? malloc(sizeof(double) * 2 * (size_t)(n > 0 ? n : 1) * ranks) : mine;
+  for (int q = 0; q < n && mine; q++) {
     int k, li, lj;
     const part *pt = leaf_cell(e, i[q], j[q], &k, &li, &lj);
-    out[q] = pt ? cell_value(pt, &e->p, var[q], k, li, lj) : NAN;
+    int here = pt && pt - e->parts >= e->mine[0] && pt - e->parts < e->mine[1];
+    mine[2 * q] = here, mine[2 * q + 1] = here ? cell_value(pt, &e->p, var[q], k, li, lj) : NAN;
   }
+  if (mine && all && ranks > 1 &&
+      ts_comm_allgather(e->comm, mine, sizeof(double) * 2 * (size_t)n, all) != TS_OK) {
+    free(all);
+    all = NULL;
+  }
+  for (int q = 0; q < n; q++) {
+    out[q] = NAN;
+    for (int r = 0; r < ranks && all; r++)
+      if (all[(size_t)r * 2 * n + 2 * q] != 0)
+        out[q] = all[(size_t)r * 2 * n + 2 * q + 1];
+  }
+  if (all != mine)
+    free(all);
+  free(mine);
 }
 
 static double engine_value(const void *ev, ts_swe_var var, int i, int j) {
@@ -1177,28 +1230,66 @@ static double engine_value(const void *ev, ts_swe_var var, int i, int j) {
   return v;
 }
 
+/* The values of var on every leaf cell in the grid's leaf order (leaf k's cell (i, j) at
+ * leaf_cell_index), gathered whole into out on rank 0 (the ranks' leaves are consecutive). */
+static void gather_leaf_values(const engine *e, ts_swe_var var, double *out) {
+  to_host(e);
+  int M = e->M, ranks = ts_comm_size(e->comm);
+  int64_t first = e->mine[1] > e->mine[0] ? e->first[e->mine[0]] : 0;
+  int64_t mine = e->mine[1] > e->mine[0] ? e->first[e->mine[1]] - first : 0;
+  double *own = ranks > 1 ? malloc(sizeof(double) * (size_t)(mine > 0 ? mine : 1) * M * M)
+                          : out + first * M * M;
+  size_t *counts = malloc(sizeof(size_t) * (size_t)ranks);
+  if (!own || !counts) {
+    if (own != out + first * M * M)
+      free(own);
+    free(counts);
+    return;
+  }
+  for (int n = e->mine[0]; n < e->mine[1]; n++) {
+    const part *pt = &e->parts[n];
+#pragma omp parallel for schedule(static) num_threads(e->threads)
+    for (int k = 0; k < pt->owned; k++)
+      for (int j = 0; j < M; j++)
+        for (int i = 0; i < M; i++)
+          own[leaf_cell_index(M, pt->global[k] - (int)first, i, j)] =
+              cell_value(pt, &e->p, var, k, i, j);
+  }
+  if (ranks > 1) {
+    for (int r = 0; r < ranks; r++)
+      counts[r] = 0;
+    for (int n = 0; n < e->nparts; n++)
+      counts[e->part_rank[n]] += sizeof(double) * (size_t)(e->first[n + 1] - e->first[n]) * M * M;
+    ts_comm_gather(e->comm, own, counts, out, 0);
+    free(own);
+  }
+  free(counts);
+}
+
 static void engine_get(const void *ev, ts_swe_var var, double *out) {
   const engine *e = ev;
-  to_host(e);
   int nx = e->q.nx, ny = e->q.ny, M = e->M;
+  double *leaves = malloc(sizeof(double) * (size_t)ts_buq_cells(&e->q));
+  if (leaves)
+    gather_leaf_values(e, var, leaves);
+  if (e->rank != 0)
+    return free(leaves);
   for (int64_t c = 0; c < (int64_t)nx * ny; c++)
     out[c] = NAN;
-  for (int n = 0; n < e->nparts; n++) {
-    const part *pt = &e->parts[n];
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
-    for (int k = 0; k < pt->owned; k++) {
-      const ts_buq_block *b = &pt->blocks[k];
-      int width = 1 << b->level;
-      for (int j = 0; j < M; j++)
-        for (int i = 0; i < M; i++) {
-          double v = cell_value(pt, &e->p, var, k, i, j);
-          int64_t x0 = ((int64_t)b->bi * M + i) * width, y0 = ((int64_t)b->bj * M + j) * width;
-          for (int64_t y = y0; y < y0 + width && y < ny; y++)
-            for (int64_t x = x0; x < x0 + width && x < nx; x++)
-              out[x + y * nx] = v;
-        }
-    }
+  for (int k = 0; k < e->q.nblocks; k++) {
+    const ts_buq_block *b = &e->q.blocks[k];
+    int width = 1 << b->level;
+    for (int j = 0; j < M && leaves; j++)
+      for (int i = 0; i < M; i++) {
+        double v = leaves[leaf_cell_index(M, k, i, j)];
+        int64_t x0 = ((int64_t)b->bi * M + i) * width, y0 = ((int64_t)b->bj * M + j) * width;
+        for (int64_t y = y0; y < y0 + width && y < ny; y++)
+          for (int64_t x = x0; x < x0 + width && x < nx; x++)
+            out[x + y * nx] = v;
+      }
   }
+  free(leaves);
 }
 
 static int64_t engine_leaf_cells(const void *ev, int *i0, int *j0, int *width, int *level) {
@@ -1219,25 +1310,15 @@ static int64_t engine_leaf_cells(const void *ev, int *i0, int *j0, int *width, i
   return n;
 }
 
-/* Values in the grid's leaf order. */
+/* Values in the grid's leaf order (rank 0). */
 static void engine_leaf_values(const void *ev, ts_swe_var var, double *out) {
-  const engine *e = ev;
-  to_host(e);
-  int M = e->M;
-  for (int n = 0; n < e->nparts; n++) {
-    const part *pt = &e->parts[n];
-#pragma omp parallel for schedule(static) num_threads(e->threads)
-    for (int k = 0; k < pt->owned; k++)
-      for (int j = 0; j < M; j++)
-        for (int i = 0; i < M; i++)
-          out[leaf_cell_index(M, pt->global[k], i, j)] = cell_value(pt, &e->p, var, k, i, j);
-  }
+  gather_leaf_values(ev, var, out);
 }
 
 static void engine_volume(const void *ev, ts_exact_sum *sum) {
   const engine *e = ev;
   to_host(e);
-  for (int n = 0; n < e->nparts; n++) {
+  for (int n = e->mine[0]; n < e->mine[1]; n++) {
     const part *pt = &e->parts[n];
     for (int k = 0; k < pt->owned; k++) {
       double area = ldexp(1.0, 2 * pt->blocks[k].level);
@@ -1258,7 +1339,7 @@ static int64_t engine_wet_cells(const void *ev) {
   to_host(e);
   int64_t n = 0;
   ts_real dry = (ts_real)e->p.dry_depth;
-  for (int pn = 0; pn < e->nparts; pn++) {
+  for (int pn = e->mine[0]; pn < e->mine[1]; pn++) {
     const part *pt = &e->parts[pn];
     for (int k = 0; k < pt->owned; k++)
       for (int j = 0; j < e->M; j++)
@@ -1273,10 +1354,11 @@ static int64_t engine_wet_cells(const void *ev) {
 static int64_t engine_active_blocks(const void *ev, int64_t *blocks) {
   const engine *e = ev;
   int64_t n = 0;
-  for (int pn = 0; pn < e->nparts; pn++)
+  for (int pn = e->mine[0]; pn < e->mine[1]; pn++)
     for (int k = 0; k < e->parts[pn].owned; k++)
       n += e->parts[pn].computed[k];
   *blocks = e->q.nblocks;
+  ts_comm_sum_i64(e->comm, &n, 1);
   return n;
 }
 
@@ -1311,44 +1393,67 @@ static size_t engine_state_bytes(const void *ev) {
   return cells * (4 * sizeof(ts_real) + (6 + (e->sources != 0)) * sizeof(double));
 }
 
-/* Copies the checkpoint's arrays between blob and the parts' own leaves (save: to the blob), in
- * the grid's leaf order. */
-static void checkpoint_copy(const engine *e, char *blob, int save) {
+/* Copies section `a` of a checkpoint (0 .. 3: w, hu, hv, w_carry; 4 .. 9: the maps; 10: the
+ * losses) between the leaves of this rank and buf, which holds the section from leaf `from` on
+ * (save: to buf). Returns the bytes of the section per leaf. */
+static size_t section_copy(const engine *e, int a, char *buf, int64_t from, int save) {
   int M = e->M;
-  size_t row = sizeof(ts_real) * (size_t)M, cells = sizeof(double) * (size_t)M * M;
-  for (int a = 0; a < 4; a++)
-    for (int g = 0; g < e->q.nblocks; g++) {
-      int k;
-      const part *pt = owner_of(e, g, &k);
-      ts_real *state[4] = {pt->v.w, pt->v.hu, pt->v.hv, pt->v.w_carry};
-      for (int j = 0; j < M; j++) {
-        ts_real *at = state[a] + cell_at(pt, k, 0, j);
-        memcpy(save ? (void *)blob : (void *)at, save ? (void *)at : (void *)blob, row);
-        blob += row;
+  size_t real_leaf = sizeof(ts_real) * (size_t)M * M, map_leaf = sizeof(double) * (size_t)M * M;
+  size_t per_leaf = a < 4 ? real_leaf : map_leaf;
+  for (int n = e->mine[0]; n < e->mine[1]; n++) {
+    const part *pt = &e->parts[n];
+    ts_real *state[4] = {pt->v.w, pt->v.hu, pt->v.hv, pt->v.w_carry};
+    double *maps[7] = {pt->v.max_h,    pt->v.max_speed,  pt->v.arrival, pt->v.max_eta,
+                       pt->v.duration, pt->v.max_hazard, pt->v.lost};
+    for (int k = 0; k < pt->owned; k++) {
+      char *at = buf + (size_t)(pt->global[k] - from) * per_leaf;
+      for (int j = 0; j < M && a < 4; j++) {
+        ts_real *row = state[a] + cell_at(pt, k, 0, j);
+        char *in_buf = at + sizeof(ts_real) * (size_t)M * j;
+        memcpy(save ? (void *)in_buf : (void *)row, save ? (void *)row : (void *)in_buf,
+               sizeof(ts_real) * (size_t)M);
+      }
+      if (a >= 4) {
+        double *leaf = maps[a - 4] + leaf_cell_index(M, k, 0, 0);
+        memcpy(save ? (void *)at : (void *)leaf, save ? (void *)leaf : (void *)at, per_leaf);
       }
     }
-  for (int m = 0; m < 6 + (e->sources != 0); m++)
-    for (int g = 0; g < e->q.nblocks; g++) {
-      int k;
-      const part *pt = owner_of(e, g, &k);
-      double *maps[7] = {pt->v.max_h,    pt->v.max_speed,  pt->v.arrival, pt->v.max_eta,
-                         pt->v.duration, pt->v.max_hazard, pt->v.lost};
-      double *at = maps[m] + leaf_cell_index(M, k, 0, 0);
-      memcpy(save ? (void *)blob : (void *)at, save ? (void *)at : (void *)blob, cells);
-      blob += cells;
-    }
+  }
+  return per_leaf;
 }
 
+/* Saved whole on rank 0; each rank loads its own leaves from the whole blob. */
 static void engine_save(const void *ev, void *blob) {
   const engine *e = ev;
   to_host(e);
-  checkpoint_copy(e, blob, 1);
+  int ranks = ts_comm_size(e->comm), M = e->M;
+  int64_t first = e->mine[1] > e->mine[0] ? e->first[e->mine[0]] : 0;
+  int64_t mine = e->mine[1] > e->mine[0] ? e->first[e->mine[1]] - first : 0;
+  size_t *counts = malloc(sizeof(size_t) * (size_t)ranks);
+  char *own = ranks > 1 ? malloc(sizeof(double) * (size_t)(mine > 0 ? mine : 1) * M * M) : NULL;
+  char *at = blob;
+  for (int a = 0; a < 10 + (e->sources != 0) && counts && (own || ranks == 1); a++) {
+    size_t per_leaf = section_copy(e, a, ranks > 1 ? own : at, ranks > 1 ? first : 0, 1);
+    if (ranks > 1) {
+      for (int r = 0; r < ranks; r++)
+        counts[r] = 0;
+      for (int n = 0; n < e->nparts; n++)
+        counts[e->part_rank[n]] += per_leaf * (size_t)(e->first[n + 1] - e->first[n]);
+      ts_comm_gather(e->comm, own, counts, at, 0);
+    }
+    if (at)
+      at += per_leaf * (size_t)e->q.nblocks;
+  }
+  free(own);
+  free(counts);
 }
 
 static void engine_load(void *ev, const void *blob) {
   engine *e = ev;
   to_host(e); /* the ghosts and the rest the blob does not hold */
-  checkpoint_copy(e, (char *)blob, 0);
+  char *at = (char *)blob;
+  for (int a = 0; a < 10 + (e->sources != 0); a++)
+    at += section_copy(e, a, at, 0, 0) * (size_t)e->q.nblocks;
   state_changed(e);
 }
 

@@ -5,8 +5,8 @@
  * at level interfaces computed once from both sides' reconstructions (a coarse face takes the
  * mean of its two fine faces: volume kept to rounding; each side keeps its own hydrostatic
  * reconstruction: a lake at rest stays at rest). One global time step, the finest level's. The
- * leaves may be cut into partitions (on the CPU, or on several GPUs), exchanging through the
- * halo engine: the same bits under any partition.
+ * leaves may be cut into partitions (on the CPU, on several GPUs, over MPI ranks), exchanging
+ * through the halo engine: the same bits under any partition.
  * Compiled once per precision (swe_buq_ops_float, swe_buq_ops_double); ts_swe (swe.c) holds
  * one engine in place of its parts when [grid] type = buq. */
 #ifndef TESSERA_SWE_BUQ_H
@@ -18,11 +18,14 @@
 typedef struct swe_buq_ops {
   /* Builds the grid from the bed and the rules of p->grid, and the state from `in` (h0, hu0,
    * hv0, friction). surface: the water surface the rule refine_water looks at (NULL: h0's
-   * depths). The leaves are cut into `parts` partitions; devices: the CUDA devices that take
-   * them (round-robin; ndevices 0: the CPU). */
+   * depths). The leaves are cut into `parts` partitions; part i runs on rank part_rank[i] of
+   * comm (each rank's parts consecutive), on CUDA device part_device[i] (-1: the CPU; read for
+   * this rank's parts). Collective, as are step, set_rain, probe, value, get, leaf_values,
+   * active_blocks, save and load: the maps, leaf values and checkpoints come whole to rank 0,
+   * probes to every rank; volume, losses and wet_cells count this rank's cells. */
   ts_status (*create)(void **out, const ts_swe_params *p, const swe_inputs *in,
-                      const ts_raster *surface, int threads, int parts, const int *devices,
-                      int ndevices);
+                      const ts_raster *surface, int threads, const ts_comm *comm, int parts,
+                      const int *part_rank, const int *part_device);
   void (*destroy)(void *e);
   void (*set_surface)(void *e, const ts_raster *eta);
   /* One step from t towards target (shortened to land on it), at most step_max long (the rain's

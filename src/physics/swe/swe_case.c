@@ -882,7 +882,8 @@ typedef struct snapshot_files {
 } snapshot_files;
 
 /* The quadtree's own cells at time t (the leaf cells at their sizes, with their level), in VTK
- * UnstructuredGrid: h, hu, hv, eta and bed as the scheme holds them. */
+ * UnstructuredGrid: h, hu, hv, eta and bed as the scheme holds them. Every rank calls it (the
+ * leaves' values come whole to rank 0), rank 0 writes. */
 static ts_status write_leaf_cells(const swe_case *k, const ts_swe *s, const char *path, double t) {
   int64_t n = ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL);
   int *geometry = malloc(sizeof(int) * 4 * (size_t)n);
@@ -899,7 +900,7 @@ static ts_status write_leaf_cells(const swe_case *k, const ts_swe *s, const char
     st = ts_swe_leaf_values(s, vars[v], values + (size_t)v * n);
     out[v] = (ts_out_var){names[v][0], names[v][1], names[v][2], values + (size_t)v * n};
   }
-  if (st == TS_OK) {
+  if (st == TS_OK && k->root) {
     ts_swe_leaf_cells(s, geometry, geometry + n, geometry + 2 * n, geometry + 3 * n);
     ts_out_squares sq = {n,        k->bed.xll,   k->bed.yll,       k->bed.cellsize,
                          geometry, geometry + n, geometry + 2 * n, geometry + 3 * n};
@@ -954,6 +955,12 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
   ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
   for (int v = 0; v < 5; v++)
     TS_CALL(ts_swe_get(s, vars[v], work[v]));
+  if (k->formats[FMT_VTK] && ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL) > 0) {
+    char path[4096];
+    snprintf(files->vtu, sizeof files->vtu, "swe_blocks_%s.vtu", tag);
+    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtu);
+    TS_CALL(ts_comm_agree(k->comm, write_leaf_cells(k, s, path, t)));
+  }
   if (!k->root)
     return TS_OK;
   if (k->formats[FMT_PNG]) {
@@ -980,11 +987,6 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
     snprintf(files->vtk, sizeof files->vtk, "swe_%s.vti", tag);
     snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtk);
     TS_CALL(ts_vti_write(path, &k->bed, t, 5, out));
-    if (ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL) > 0) {
-      snprintf(files->vtu, sizeof files->vtu, "swe_blocks_%s.vtu", tag);
-      snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtu);
-      TS_CALL(write_leaf_cells(k, s, path, t));
-    }
   }
   if (k->formats[FMT_ASC] || k->formats[FMT_GEOTIFF]) {
     char *asc[4] = {files->h, files->hu, files->hv, files->eta};
