@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -256,44 +256,49 @@ if [ "$what" = buq ]; then
 fi
 
 # Quadtree grids over partitions and GPUs (issues 18 and 21): the gpu tests of the block engine
-# (partitions on one GPU and on two), the wet basin on 1 partition and on 4 of GPU 0, then weak
-# (8192^2 per GPU, one level) and strong (8192^2, one level and three) over every GPU in one
-# process.
-if [ "$what" = buq-gpus ]; then
-  (cd "$build" && ctest -L gpu -R buq --output-on-failure -j1) 2>&1 | tee "$out/gpu_tests_buq.log"
+# (partitions on one GPU, on two, over two ranks), the wet basin on 1 partition and on 4 of GPU
+# 0, weak (8192^2 per GPU, one level) and strong (8192^2, one level and three) over every GPU in
+# one process; the circular dam break at 4096^2 (0.49 m) on 3 levels refined where the water is,
+# 10 s on GPU 0, on every GPU in one process and on one rank per GPU. buq-ranks: the tests named
+# by CTEST_REGEX (default: buq) and the circular dam break on GPU 0 and on the ranks only.
+if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
+  (cd "$build" && ctest -L gpu -R "${only:-buq}" --output-on-failure -j1) 2>&1 |
+    tee "$out/gpu_tests_buq.log"
+  devs=$(seq -s, 0 $((gpus - 1)))
   {
-    "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq
-    "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq --subdomains 4
-    if [ "$gpus" -ge 2 ]; then
-      devs=$(seq -s, 0 $((gpus - 1)))
+    if [ "$what" = buq-gpus ]; then
+      "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq
+      "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --subdomains 4
+    fi
+    if [ "$what" = buq-gpus ] && [ "$gpus" -ge 2 ]; then
       "$T" bench swe --backend cuda --devices "$devs" --weak --size 8192 --steps 30 --grid buq \
         --json "$out/buq_weak.json"
       "$T" bench swe --backend cuda --devices "$devs" --strong --size 8192 --steps 30 --grid buq \
         --json "$out/buq_strong.json"
       "$T" bench swe --backend cuda --devices "$devs" --strong --size 8192 --steps 30 --grid buq \
         --levels 3 --json "$out/buq_strong_3.json"
-      # the circular dam break at 4096^2 (0.49 m), 3 levels refined where the water is: 10 s on
-      # GPU 0, on both GPUs in one process and on two ranks
-      c=/tmp/circ4096
-      sh "$root/examples/circular_dambreak/make_case.sh" 4096 $c >/dev/null &&
-        cp "$root/examples/circular_dambreak/circular_dambreak.ini" $c/
-      circ=(--quiet --set grid.type=buq --set grid.levels=3 --set grid.refine_water=16
-        --set grid.refine_slope=0.05 --set time.end=10 --set output.times=10
-        --set output.formats=asc --set parallel.backend=cuda)
-      for run in "gpu0|1|--set parallel.devices=0" "gpus|1|--set parallel.devices=$devs" \
-        "ranks|$gpus|--set parallel.devices=$devs"; do
-        IFS='|' read -r name np extra <<<"$run"
-        # shellcheck disable=SC2086
-        mpirun --oversubscribe -np "$np" "$T" run $c/circular_dambreak.ini "${circ[@]}" $extra \
-          --out "$out/circ_$name" 2>&1 | tail -2
-        echo "== circular 4096 buq3 $name: $(grep -E '"(wall_s|steps|cells)"' \
-          "$out/circ_$name/summary.json" | tr -d ' \n')"
-      done
-      cmp "$out/circ_gpu0/max_h.asc" "$out/circ_gpus/max_h.asc" &&
-        cmp "$out/circ_gpu0/max_h.asc" "$out/circ_ranks/max_h.asc" &&
-        echo "circular 4096: max_h.asc the same on one GPU, two, and two ranks"
     fi
+    c=/tmp/circ4096
+    sh "$root/examples/circular_dambreak/make_case.sh" 4096 $c >/dev/null &&
+      cp "$root/examples/circular_dambreak/circular_dambreak.ini" $c/
+    circ=(--quiet --set grid.type=buq --set grid.levels=3 --set grid.refine_water=16
+      --set grid.refine_slope=0.05 --set time.end=10 --set output.times=10
+      --set output.formats=asc --set parallel.backend=cuda)
+    runs=("gpu0|1|--set parallel.devices=0")
+    [ "$what" = buq-gpus ] && runs+=("gpus|1|--set parallel.devices=$devs")
+    [ "$gpus" -ge 2 ] && runs+=("ranks|$gpus|--set parallel.devices=$devs")
+    for run in "${runs[@]}"; do
+      IFS='|' read -r name np extra <<<"$run"
+      # shellcheck disable=SC2086
+      mpirun --oversubscribe -np "$np" "$T" run $c/circular_dambreak.ini "${circ[@]}" $extra \
+        --out "$out/circ_$name" 2>&1 | tail -2
+      echo "== circular 4096 buq3 $name: $(grep -E '"(wall_s|steps|cells|transport)"' \
+        "$out/circ_$name/summary.json" | tr -d ' \n')"
+      [ "$name" = gpu0 ] || { cmp "$out/circ_gpu0/max_h.asc" "$out/circ_$name/max_h.asc" &&
+        echo "circular 4096: max_h.asc on $name the same as on GPU 0"; }
+    done
   } 2>&1 | tee "$out/buq_gpus.log"
+  rm -f "$out"/circ_*/*.asc
 fi
 
 # RMCRT over the GPUs (issue 21): 256^3 x 100 rays on GPU 0 and on every GPU (one host thread per

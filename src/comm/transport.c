@@ -123,19 +123,41 @@ static char *host_of(const void *p) {
   return NULL;
 }
 
-/* Packs or unpacks a box, component by component (the engine's packed order), with 2D copies
- * on the transport's stream. */
+/* Packs or unpacks a box, component by component (the engine's packed order), on the
+ * transport's stream: one 3D copy per component where the field's layers are whole planes of
+ * its rows (the layers of a deep box, such as a run of quadtree blocks, in one call), else a 2D
+ * copy per layer. */
 static void t_move(const ts_box *box, int nfields, const uint32_t *masks,
                    const ts_halo_field *fields, char *buf, int pack) {
   cudaSetDevice(T.device);
   size_t offset = 0, height = (size_t)(box->hi[1] - box->lo[1]);
+  size_t depth = (size_t)(box->hi[2] - box->lo[2]);
   for (int f = 0; f < nfields; f++) {
     const ts_halo_field *fl = &fields[f];
     size_t width = (size_t)(box->hi[0] - box->lo[0]) * fl->elem;
     size_t pitch = (size_t)fl->stride[1] * fl->elem;
+    int planes =
+        depth > 1 && fl->stride[0] == 1 && fl->stride[1] > 0 && fl->stride[2] % fl->stride[1] == 0;
     for (int c = 0; c < fl->ncomp; c++) {
       if (!(masks[f] >> c & 1u))
         continue;
+      if (planes) {
+        int64_t e = fl->origin + (box->lo[0] - fl->lo[0]) * fl->stride[0] +
+                    (int64_t)(box->lo[1] - fl->lo[1]) * fl->stride[1] +
+                    (int64_t)(box->lo[2] - fl->lo[2]) * fl->stride[2];
+        char *field = (char *)fl->comp[c] + (size_t)e * fl->elem, *packed = buf + offset;
+        struct cudaPitchedPtr in_field =
+            make_cudaPitchedPtr(field, pitch, width, (size_t)(fl->stride[2] / fl->stride[1]));
+        struct cudaPitchedPtr in_buf = make_cudaPitchedPtr(packed, width, width, height);
+        struct cudaMemcpy3DParms copy = {0};
+        copy.srcPtr = pack ? in_field : in_buf;
+        copy.dstPtr = pack ? in_buf : in_field;
+        copy.extent = make_cudaExtent(width, height, depth);
+        copy.kind = cudaMemcpyDefault;
+        cudaMemcpy3DAsync(&copy, T.stream);
+        offset += width * height * depth;
+        continue;
+      }
       for (int z = box->lo[2]; z < box->hi[2]; z++) {
         int64_t e = fl->origin + (box->lo[0] - fl->lo[0]) * fl->stride[0] +
                     (int64_t)(box->lo[1] - fl->lo[1]) * fl->stride[1] +
