@@ -3,7 +3,9 @@
  * (direction masks), windows one cell wider than the owned boxes. Every halo cell must receive
  * exactly the owner's values of the components that cross towards it and keep the others, across
  * periodic boundaries too (windows past the grid's edges, and one subdomain feeding itself); a
- * migration plan between two splits must move every owned cell. Also checks the splits. */
+ * migration plan between two splits must move every owned cell. Also checks the splits, and
+ * transfers named as links (patches in per-subdomain slots, as quadtree blocks are kept): each
+ * linked cell gets its source's values, every other cell keeps its own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +93,49 @@ static long exchange_and_count(const ts_decomp *dc, const int period[3], const u
   }
   release(subs, dc->count);
   return wrong;
+}
+
+/* Links: two subdomains of 5 slots of 3 x 3 cells (x, y within a slot, z the slot), 2
+ * components; subdomain 1's slots 3 and 4 take the inner cell rows 1..2 x 1..2 of subdomain 0's
+ * slots 0 and 1 (one link, shift 3), subdomain 0's slot 4 takes subdomain 1's slot 2 (shift 2). */
+static void links(void) {
+  enum { S = 3, SLOTS = 5, CELLS = S * S * SLOTS };
+  float data[2][2][CELLS]; /* [subdomain][component][cell] */
+  for (int d = 0; d < 2; d++)
+    for (int c = 0; c < 2; c++)
+      for (int e = 0; e < CELLS; e++)
+        data[d][c][e] = (float)(1000 * d + 100 * c + e);
+  ts_halo_field fields[2];
+  for (int d = 0; d < 2; d++) {
+    fields[d] = (ts_halo_field){.ncomp = 2, .elem = sizeof(float), .stride = {1, S, S * S}};
+    fields[d].comp[0] = data[d][0], fields[d].comp[1] = data[d][1];
+  }
+  ts_halo_link list[2] = {{.src = 0, .dst = 1, .box = {{1, 1, 3}, {3, 3, 5}}, .shift = {0, 0, 3}},
+                          {.src = 1, .dst = 0, .box = {{1, 1, 4}, {3, 3, 5}}, .shift = {0, 0, 2}}};
+  int ranks[2] = {0, 0};
+  ts_halo_spec spec = {
+      .nsub = 2, .sub_rank = ranks, .nfields = 1, .layout = fields, .nlinks = 2, .links = list};
+  ts_halo_plan *plan = NULL;
+  int ok = ts_halo_plan_create(&plan, ts_comm_self(), &spec) == TS_OK &&
+           ts_halo_start(plan, fields, fields) == TS_OK && ts_halo_finish(plan, fields) == TS_OK;
+  ts_halo_plan_destroy(plan);
+  long wrong = 0, moved = 0;
+  for (int d = 0; d < 2; d++)
+    for (int c = 0; c < 2; c++)
+      for (int z = 0; z < SLOTS; z++)
+        for (int y = 0; y < S; y++)
+          for (int x = 0; x < S; x++) {
+            int e = x + S * y + S * S * z, inner = x >= 1 && y >= 1, from_d = d, from_z = z;
+            if (inner && d == 1 && z >= 3)
+              from_d = 0, from_z = z - 3;
+            if (inner && d == 0 && z == 4)
+              from_d = 1, from_z = 2;
+            float want = (float)(1000 * from_d + 100 * c + x + S * y + S * S * from_z);
+            wrong += data[d][c][e] != want;
+            moved += from_d != d;
+          }
+  CHECK(ok && wrong == 0 && moved == 24,
+        "links between slots of two subdomains: %ld values moved, %ld wrong", moved, wrong);
 }
 
 int main(void) {
@@ -207,5 +252,6 @@ int main(void) {
   release(after, COUNT);
   ts_decomp_destroy(&moved);
   ts_decomp_destroy(&dc);
+  links();
   return failures != 0;
 }
