@@ -53,6 +53,11 @@ check "partitions" $([ "$differ" = 0 ] && echo 0 || echo 1) \
 "$tessera" run buq.ini --quiet --out uniform --set grid.type=uniform --set grid.block=8 >u.log 2>&1
 check "uniform with block" $([ $? -eq 2 ] && grep -q '^tessera: --set grid.block=8: needs type = buq$' u.log &&
   echo 0 || echo 1) "$(cat u.log)"
+"$tessera" run buq.ini --quiet --out weights --set parallel.subdomains=2 \
+  --set parallel.weights=1,2 >w.log 2>&1
+check "buq with weights" $([ $? -eq 2 ] && [ ! -e weights ] &&
+  grep -q '^tessera: --set parallel.weights=1,2: needs \[grid\] type = uniform$' w.log &&
+  echo 0 || echo 1) "$(cat w.log)"
 sed '/^block\|^levels\|^refine/d; s/^type = buq/type = uniform/' buq.ini >uniform.ini
 "$tessera" run uniform.ini --quiet --out uniform >uniform.log 2>&1
 check "uniform run" $? "$(tail -1 uniform.log)"

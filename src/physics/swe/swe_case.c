@@ -319,6 +319,14 @@ static ts_status read_grid_section(swe_case *k) {
         return ts_config_error(k->cfg, "grid", buq_keys[q], "needs type = buq");
     return TS_OK;
   }
+  /* the quadtree cuts its blocks along the Morton curve in equal counts: the uniform grid's
+   * ways of splitting and balancing do not apply */
+  static const char *const uniform_keys[] = {"decomposition",      "weights",         "balance",
+                                             "rebalance_interval", "ghost_expansion", "overlap",
+                                             "gpu_kernels"};
+  for (size_t q = 0; q < sizeof uniform_keys / sizeof uniform_keys[0]; q++)
+    if (ts_config_has(k->cfg, "parallel", uniform_keys[q]))
+      return ts_config_error(k->cfg, "parallel", uniform_keys[q], "needs [grid] type = uniform");
   long n;
   TS_CALL(ts_config_int(k->cfg, "grid", "block", k->params.grid.block, &n));
   if (n != 16 && n != 8)
