@@ -122,7 +122,7 @@ static part *owner_of(const engine *e, int k, int *slot) {
     else
       hi = mid - 1;
   }
-  *slot = e->slot ? e->slot[k] : k - e->first[lo];
+  *slot = e->slot[k];
   return &e->parts[lo];
 }
 
