@@ -65,6 +65,17 @@ static int run(const ts_swe_params *p, const ts_raster *bed, const ts_raster *h0
   return 0;
 }
 
+/* The parameters of most runs here: defaults in the given precision (1: double) with Manning
+ * friction 0.03. */
+static ts_swe_params manning_params(int prec) {
+  ts_swe_params p;
+  ts_swe_params_default(&p);
+  p.precision = prec ? TS_DOUBLE : TS_FLOAT;
+  p.friction = TS_FRICTION_MANNING;
+  p.friction_value = 0.03;
+  return p;
+}
+
 static int same_bits(const double *a, const double *b, size_t n) {
   for (size_t k = 0; k < n; k++)
     if (memcmp(&a[k], &b[k], sizeof(double)) != 0)
@@ -80,11 +91,7 @@ static void one_level_is_uniform(void) {
   for (int prec = 0; prec < 2; prec++)
     for (int block = 8; block <= 16; block += 8)
       for (int early = 0; early < 2; early++) {
-        ts_swe_params p;
-        ts_swe_params_default(&p);
-        p.precision = prec ? TS_DOUBLE : TS_FLOAT;
-        p.friction = TS_FRICTION_MANNING;
-        p.friction_value = 0.03;
+        ts_swe_params p = manning_params(prec);
         p.early_exit = early;
         double vu = 0, vb = 1;
         int fail = run(&p, &bed, &h0, 300, uni, &vu);
@@ -204,11 +211,7 @@ static void mass_and_restart(void) {
   terrain(&bed, &h0);
   band_refine(&refine);
   for (int prec = 0; prec < 2; prec++) {
-    ts_swe_params p;
-    ts_swe_params_default(&p);
-    p.precision = prec ? TS_DOUBLE : TS_FLOAT;
-    p.friction = TS_FRICTION_MANNING;
-    p.friction_value = 0.03;
+    ts_swe_params p = manning_params(prec);
     p.grid.type = TS_GRID_BUQ;
     p.grid.block = 8;
     p.grid.levels = 3;
@@ -293,11 +296,7 @@ static void sources(void) {
   size_t n4 = 4 * (size_t)NX * NY;
   double *uni = malloc(sizeof(double) * n4), *buq = malloc(sizeof(double) * n4);
   for (int prec = 0; prec < 2; prec++) {
-    ts_swe_params p;
-    ts_swe_params_default(&p);
-    p.precision = prec ? TS_DOUBLE : TS_FLOAT;
-    p.friction = TS_FRICTION_MANNING;
-    p.friction_value = 0.03;
+    ts_swe_params p = manning_params(prec);
     with_sources(&p, &rain, &initial);
     /* one level against the uniform grid, to 40 s (both rain frames and the dry spell after) */
     ts_swe *s[2] = {NULL, NULL};
@@ -442,11 +441,7 @@ static void partitions(void) {
     size_t n6 = 6 * (size_t)nx * ny;
     double *one = malloc(sizeof(double) * n6), *cut = malloc(sizeof(double) * n6);
     for (int prec = 0; prec < 2; prec++) {
-      ts_swe_params p;
-      ts_swe_params_default(&p);
-      p.precision = prec ? TS_DOUBLE : TS_FLOAT;
-      p.friction = TS_FRICTION_MANNING;
-      p.friction_value = 0.03;
+      ts_swe_params p = manning_params(prec);
       if (!size)
         with_sources(&p, &rain, &initial);
       else
