@@ -3,7 +3,8 @@
 # build-dev without object files, static libraries, CMake's compiler probes, local test outputs
 # and the test executables that no `gpu` test runs, stripped. On the device: `mv build-dev build-gpu`, then
 # bench/device.sh (which reads build-gpu). Libraries the device lacks go in .devlibs (see
-# bench/device.sh).
+# bench/device.sh). With --cli-only, no validation executable either (for the tests and benches
+# that run the tessera command only: the quadtree's, when the whole build exceeds 64 MiB).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=$root/build-gpu dst=$root/build-dev
@@ -15,6 +16,7 @@ rm -rf "$dst"/CMakeFiles/[0-9]*/CompilerId* "$dst"/CMakeFiles/CheckCUDA "$dst"/T
 # the validation executables the gpu tests run (tests/gpu/CMakeLists.txt names them)
 keep=$(grep -o 'validation_[a-z0-9_]*' "$root/tests/gpu/CMakeLists.txt" "$src/tests/gpu/CTestTestfile.cmake" |
   sed 's/.*://' | sort -u)
+[ "${1:-}" = --cli-only ] && keep=
 for f in "$dst"/tests/validation/validation_*; do
   echo "$keep" | grep -qx "$(basename "$f")" || rm -f "$f"
 done

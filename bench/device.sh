@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -256,10 +256,11 @@ if [ "$what" = buq ]; then
 fi
 
 # Quadtree grids over partitions and GPUs (issues 18 and 21): the gpu tests of the block engine
-# (partitions on one GPU, on two, over two ranks), the wet basin on 1 partition and on 4 of GPU
-# 0, weak (8192^2 per GPU, one level) and strong (8192^2, one level and three) over every GPU in
-# one process; the circular dam break at 4096^2 (0.49 m) on 3 levels refined where the water is,
-# 10 s on GPU 0, on every GPU in one process and on one rank per GPU. buq-ranks: the tests named
+# (partitions on one GPU, on two, over two ranks), the wet basin (the uniform grid, the quadtree
+# in 1 partition and in 4 on GPU 0), weak (8192^2 per GPU, one level) and strong (8192^2, one
+# level and three) over every GPU in one process; the circular dam break at 4096^2 (0.49 m),
+# refined where the water is on 3 levels (1.45 M cells) and on 2 (6.3 M: the study's strong
+# case), 10 s on GPU 0, on every GPU in one process and on one rank per GPU. buq-ranks: the tests named
 # by CTEST_REGEX (default: buq) and the circular dam break on GPU 0 and on the ranks only.
 if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
   (cd "$build" && ctest -L gpu -R "${only:-buq}" --output-on-failure -j1) 2>&1 |
@@ -267,6 +268,7 @@ if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
   devs=$(seq -s, 0 $((gpus - 1)))
   {
     if [ "$what" = buq-gpus ]; then
+      "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40
       "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq
       "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --subdomains 4
     fi
@@ -281,24 +283,50 @@ if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
     c=/tmp/circ4096
     sh "$root/examples/circular_dambreak/make_case.sh" 4096 $c >/dev/null &&
       cp "$root/examples/circular_dambreak/circular_dambreak.ini" $c/
-    circ=(--quiet --set grid.type=buq --set grid.levels=3 --set grid.refine_water=16
-      --set grid.refine_slope=0.05 --set time.end=10 --set output.times=10
-      --set output.formats=asc --set parallel.backend=cuda)
+    common=(--quiet --set grid.type=buq --set grid.refine_slope=0.05 --set time.end=10
+      --set output.times=10 --set output.formats=asc --set parallel.backend=cuda)
+    # the 3-level grid (1.45 M cells) and the 2-level one of the study's strong case (6.3 M)
+    cases=("buq3|--set grid.levels=3 --set grid.refine_water=16"
+      "buq2_6m|--set grid.levels=2 --set grid.refine_water=660")
     runs=("gpu0|1|--set parallel.devices=0")
     [ "$what" = buq-gpus ] && runs+=("gpus|1|--set parallel.devices=$devs")
     [ "$gpus" -ge 2 ] && runs+=("ranks|$gpus|--set parallel.devices=$devs")
-    for run in "${runs[@]}"; do
-      IFS='|' read -r name np extra <<<"$run"
-      # shellcheck disable=SC2086
-      mpirun --oversubscribe -np "$np" "$T" run $c/circular_dambreak.ini "${circ[@]}" $extra \
-        --out "$out/circ_$name" 2>&1 | tail -2
-      echo "== circular 4096 buq3 $name: $(grep -E '"(wall_s|steps|cells|transport)"' \
-        "$out/circ_$name/summary.json" | tr -d ' \n')"
-      [ "$name" = gpu0 ] || { cmp "$out/circ_gpu0/max_h.asc" "$out/circ_$name/max_h.asc" &&
-        echo "circular 4096: max_h.asc on $name the same as on GPU 0"; }
+    for case in "${cases[@]}"; do
+      IFS='|' read -r grid rules <<<"$case"
+      for run in "${runs[@]}"; do
+        IFS='|' read -r name np extra <<<"$run"
+        o=$out/circ_${grid}_$name
+        # shellcheck disable=SC2086
+        mpirun --oversubscribe -np "$np" "$T" run $c/circular_dambreak.ini "${common[@]}" $rules \
+          $extra --out "$o" 2>&1 | tail -2
+        echo "== circular 4096 $grid $name: $(grep -E '"(wall_s|steps|cells|transport)"' \
+          "$o/summary.json" | tr -d ' \n')"
+        [ "$name" = gpu0 ] || { cmp "$out/circ_${grid}_gpu0/max_h.asc" "$o/max_h.asc" &&
+          echo "circular 4096 $grid: max_h.asc on $name the same as on GPU 0"; }
+      done
     done
   } 2>&1 | tee "$out/buq_gpus.log"
   rm -f "$out"/circ_*/*.asc
+fi
+
+# Where a quadtree step's time goes (issue 18): the kernels of a few steps of the wet basin on
+# GPU 0 under Nsight Compute (durations only, clocks left alone), one level and three, then the
+# uniform grid and the quadtree timed without the profiler in the same call.
+if [ "$what" = buq-profile ]; then
+  (cd "$build" && ctest -L gpu -R "${only:-gpu.buq$|gpu.sanitizer.buq}" --output-on-failure -j1) 2>&1 |
+    tee "$out/gpu_tests_buq.log"
+  {
+    for lv in 1 3; do
+      ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+        "$T" bench swe --backend cuda --devices 0 --size 4096 --steps 4 --grid buq --levels $lv |
+        grep -v "^==PROF==" | head -150
+    done
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --levels 3
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --precision double
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --precision double
+  } 2>&1 | tee "$out/buq_profile.log"
 fi
 
 # RMCRT over the GPUs (issue 21): 256^3 x 100 rays on GPU 0 and on every GPU (one host thread per

@@ -356,7 +356,8 @@ static void cpu_limit(void *x, double dt) {
 }
 
 /* The update of the part's own leaves. */
-static void cpu_update(void *x, double dt, int stage) {
+static void cpu_update(void *x, double dt, int stage, double t_after) {
+  (void)t_after;
   part *e = x;
   int M = e->M, bad = 0, n_update = e->counts[0];
 #pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(e->threads)
@@ -517,7 +518,7 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
     for (int i = e->mine[0]; i < e->mine[1]; i++) {
       part *pt = &e->parts[i];
       pt->ops->limit(pt->x, dt);
-      pt->ops->update(pt->x, dt, stage);
+      pt->ops->update(pt->x, dt, stage, *t_after);
     }
   }
   e->t = *t_after;

@@ -7,8 +7,10 @@
  * reconstructions and face corrections in shared memory; the leaves of the step are lists in
  * device memory (the passes' nested ranges, and for the ghosts by level from the coarsest, so
  * the prolongations run level by level). The host reads back the leaves holding water (early
- * exit), the wave speeds of each level (the time step) and the non-finite flag. Each pass makes
- * its part's device current: the parts of one engine may lie on several GPUs. */
+ * exit), the wave speeds of each level (the time step) and the non-finite flag. Leaves whose
+ * sides and corners all touch leaves of their own level take fused kernels instead (the plain
+ * leaves, below). Each pass makes its part's device current: the parts of one engine may lie on
+ * several GPUs. */
 #include "physics/swe/swe_gpu.cuh"
 
 extern "C" {
@@ -24,17 +26,33 @@ extern "C" {
 
 enum { THREADS = 256 };
 
-/* The device's mirror: the view on device arrays, the lists of the step's leaves (the passes'
- * ranges of `list`, and ghost_list by level with each level's range), the leaves' levels on the
- * host, and the read-back buffers. */
+/* Leaves for the passes on device: `list` with the passes' nested ranges (update and maps,
+ * limiters, fluxes, ghosts: list[0 .. counts[i])), and the ghost range by level from the
+ * coarsest, each level's range. */
+typedef struct leaf_lists {
+  int *list, *ghost_list;
+  int counts[4];
+  int level_first[TS_BUQ_MAX_LEVELS], level_count[TS_BUQ_MAX_LEVELS];
+} leaf_lists;
+
+/* The device's mirror: the view on device arrays; the lists of the step's leaves (`all`, as the
+ * engine gave them; with plain leaves, `first` without them for the first stage's ghosts and
+ * sweeps, `second` for the second stage: without the plain leaves whose limiters no other
+ * updated leaf reads, the others after the updated leaves); the plain leaves of the update
+ * (plain_list); which leaves are plain and their levels on the host; the read-back buffers. */
 typedef struct gpu_state {
   int device, nblocks, levels;
   swe_buq_view d;
   ts_buq_block *blocks;
-  int *list, *ghost_list, *dropped, counts[4];
-  int level_first[TS_BUQ_MAX_LEVELS], level_count[TS_BUQ_MAX_LEVELS];
-  int *level_of; /* host: each leaf's level */
-  int *by_level; /* host: the ghost list being sorted */
+  leaf_lists all, first, second;
+  int *plain_list, nplain, *dropped;
+  unsigned char *in_plain;     /* device: 1 for the leaves of plain_list */
+  int stage;                   /* the stage the next passes belong to */
+  int plain_recorded;          /* the last stage recorded the plain leaves' maps */
+  unsigned char *plain, *mark; /* host: plain leaves; scratch */
+  ts_buq_block *host_blocks;
+  int *level_of;             /* host: each leaf's level */
+  int *by_level, *host_list; /* host: lists being built */
   unsigned char *wet;
   swe_bits *amax; /* 2 per level: x, y */
   int *bad;
@@ -217,6 +235,305 @@ static __global__ void k_gather(swe_buq_view v, const long long *cells, int n, d
   r[0] = v.w[c], r[1] = v.hu[c], r[2] = v.hv[c], r[3] = v.u[c], r[4] = v.v[c];
 }
 
+/* ------------------------------------------------------------------ plain leaves
+ *
+ * A leaf of this part whose four sides and four corners touch leaves of its own level here (a
+ * plain leaf) needs no ghost cells: a thread block copies its cells and a ring of R cells of its
+ * neighbours into shared memory and runs the passes there, as the tile engine does on the
+ * uniform grid (swe_tiles.cu), with the same functions on the same values, so the bits are
+ * those of the passes above. k_plain_fluxes gives the first stage's fluxes, bed sources, start
+ * state and the characteristic speeds of the first ghost ring; the time step waits for every
+ * wave speed; then k_plain_update computes the limiters of the leaf and its first ring from the
+ * stored fluxes and updates the leaf. k_plain_stage runs a second stage whole: the fluxes of the
+ * leaf and its first ring, their limiters, the update and the flood maps. As it reads its
+ * neighbours' state while other blocks update theirs, it writes the new state of the cells they
+ * read (the band) into (w0, hu0, hv0), whose start-of-step values only the cell's own update
+ * reads, and k_commit moves it to (w, hu, hv) once the other leaves are updated. Shared arrays
+ * whose lives do not overlap share storage: the y fluxes the velocities and corners, the
+ * limiters and speed caps the reconstructed sides. */
+template <int M, int R> struct plain_tile {
+  enum { S = M + 2 * R + 1, N = S * S }; /* the leaf, R cells around, one more corner */
+  static size_t bytes() { return (size_t)N * (14 * sizeof(ts_real) + 2 * sizeof(side_t) + 1); }
+};
+
+struct plain_t {
+  swe_arrays a;
+  ts_real *corr;
+  side_t *lo, *hi;
+};
+
+#define PLAIN_FOR(e, n) for (int e = (int)threadIdx.x; e < (n); e += (int)blockDim.x)
+
+template <int M, int R> __device__ static plain_t plain_layout(char *mem) {
+  enum { N = plain_tile<M, R>::N };
+  plain_t t;
+  ts_real *r = (ts_real *)mem;
+  t.a.w = r, t.a.hu = r + N, t.a.hv = r + 2 * N, t.a.bed = r + 3 * N, t.a.corner = r + 4 * N;
+  t.a.u = r + 5 * N, t.a.v = r + 6 * N, t.a.char_speed = r + 7 * N;
+  for (int c = 0; c < 3; c++)
+    t.a.fx[c] = r + (8 + c) * N;
+  t.corr = r + 11 * N, t.a.src_x = r + 12 * N, t.a.src_y = r + 13 * N;
+  t.a.fy[0] = t.a.u, t.a.fy[1] = t.a.v, t.a.fy[2] = (ts_real *)t.a.corner;
+  t.lo = (side_t *)(r + 14 * N), t.hi = t.lo + N;
+  t.a.drain = (ts_real *)t.lo, t.a.speed_cap = t.a.drain + N;
+  t.a.active = (const unsigned char *)(t.hi + N);
+  t.a.w_carry = t.a.w0 = t.a.hu0 = t.a.hv0 = NULL;
+  t.a.friction = NULL;
+  t.a.row = plain_tile<M, R>::S;
+  t.a.start_kept = 0;
+  return t;
+}
+
+/* Shared index of leaf cell (i, j). */
+template <int M, int R> __device__ static inline int plain_at(int i, int j) {
+  return (i + R) + (j + R) * plain_tile<M, R>::S;
+}
+
+/* Copies the state, beds and activity of leaf k and R cells of its neighbours, then computes the
+ * velocities. */
+template <int M, int R>
+__device__ static void plain_load(plain_t *t, const swe_buq_view *v, int k, const swe_consts *kc) {
+  enum { S = plain_tile<M, R>::S, N = plain_tile<M, R>::N };
+  const ts_buq_block *b = &v->blocks[k];
+  PLAIN_FOR(e, N) {
+    int i = e % S - R, j = e / S - R;
+    int qi = i < 0 ? -1 : (i >= M ? 1 : 0), qj = j < 0 ? -1 : (j >= M ? 1 : 0);
+    int n = k;
+    if (qj == 0 && qi != 0)
+      n = b->side[qi < 0 ? TS_BUQ_WEST : TS_BUQ_EAST][0];
+    else if (qi == 0 && qj != 0)
+      n = b->side[qj < 0 ? TS_BUQ_SOUTH : TS_BUQ_NORTH][0];
+    else if (qi != 0)
+      n = b->corner[(qi > 0) + 2 * (qj > 0)];
+    swe_idx c = buq_cell(v, n, i - qi * M, j - qj * M);
+    t->a.w[e] = v->w[c], t->a.hu[e] = v->hu[c], t->a.hv[e] = v->hv[c];
+    ((ts_real *)t->a.bed)[e] = v->bed[c];
+    ((ts_real *)t->a.corner)[e] = v->corner[c];
+    ((unsigned char *)t->a.active)[e] = v->active[c];
+  }
+  __syncthreads();
+  PLAIN_FOR(e, N) { swe_cell_velocity(&t->a, kc, e); }
+  __syncthreads();
+}
+
+/* Reconstructs along one axis `along` x `lines` shared cells from (lo_cell, lo_line) (along,
+ * across the axis), as buq_line_cell. */
+template <int S>
+__device__ static void plain_reconstruct(plain_t *t, const swe_consts *kc, int x_axis, int lo_cell,
+                                         int along, int lo_line, int lines) {
+  int step = x_axis ? 1 : S, corner_step = x_axis ? S : 1;
+  PLAIN_FOR(n, along * lines) {
+    int a = lo_cell + n % along, l = lo_line + n / along;
+    int c = x_axis ? a + l * S : l + a * S;
+    swe_side lo = {0, 0, 0, 0, 0}, hi = lo;
+    if (t->a.active[c])
+      swe_reconstruct_cell(&t->a, kc, c, step, x_axis,
+                           swe_face_bed(&t->a, c - step, step, corner_step),
+                           swe_face_bed(&t->a, c, step, corner_step), &lo, &hi);
+    t->lo[c] = side_pack(lo);
+    t->hi[c] = side_pack(hi);
+  }
+}
+
+/* The faces of one axis, `along` x `lines` from shared face (lo_face, lo_line), the face at c
+ * lying between c - step and c, as buq_line_face: the flux, the low cell's pressure correction
+ * (corr) and the high cell's correction plus its bed source (src, less the correction of its high
+ * face later, as buq_line_source). Returns the largest wave speed. */
+template <int S>
+__device__ static ts_real plain_faces(plain_t *t, const swe_consts *kc, int x_axis, int lo_face,
+                                      int along, int lo_line, int lines) {
+  int step = x_axis ? 1 : S;
+  ts_real *const *flux = x_axis ? t->a.fx : t->a.fy, *src = x_axis ? t->a.src_x : t->a.src_y;
+  ts_real amax = 0;
+  PLAIN_FOR(n, along * lines) {
+    int a = lo_face + n % along, l = lo_line + n / along;
+    int c = x_axis ? a + l * S : l + a * S, cl = c - step;
+    int act_l = t->a.active[cl], act_h = t->a.active[c];
+    swe_side lo_h = side_unpack(t->lo[c]);
+    ts_real f[3], corr_l, corr_h;
+    amax = swe_max(amax, swe_face_between(kc, act_l, act_h, side_unpack(t->hi[cl]), lo_h, f,
+                                          &corr_l, &corr_h));
+    flux[0][c] = f[0], flux[1][c] = f[1], flux[2][c] = f[2];
+    t->corr[c] = corr_l;
+    src[c] = act_h ? corr_h + swe_bed_source(lo_h, side_unpack(t->hi[c]), kc->g) : SWE_R(0);
+  }
+  return amax;
+}
+
+/* Stores the fluxes of the leaf's faces along one axis and its cells' bed sources (completed
+ * with their high faces' corrections). */
+template <int M, int R>
+__device__ static void plain_store(const plain_t *t, const swe_buq_view *v, int k, int x_axis) {
+  enum { S = plain_tile<M, R>::S };
+  int step = x_axis ? 1 : S;
+  ts_real *const *to = x_axis ? v->fx : v->fy;
+  ts_real *const *from = x_axis ? t->a.fx : t->a.fy;
+  PLAIN_FOR(n, (M + 1) * M) { /* consecutive threads along x */
+    int f = x_axis ? n % (M + 1) : n / M, line = x_axis ? n / (M + 1) : n % M;
+    int i = x_axis ? f : line, j = x_axis ? line : f;
+    int c = plain_at<M, R>(i, j);
+    swe_idx g = buq_cell(v, k, i, j);
+    to[0][g] = from[0][c], to[1][g] = from[1][c], to[2][g] = from[2][c];
+    if (f < M)
+      (x_axis ? v->src_x : v->src_y)[g] = (x_axis ? t->a.src_x : t->a.src_y)[c] - t->corr[c + step];
+  }
+}
+
+/* The first stage's sweeps of the plain leaves `list` (a block each): fluxes, bed sources, the
+ * characteristic speeds of the first ghost ring (the speed caps read them), the state at the
+ * start of the step in (w0, hu0, hv0) and, with amax, the largest wave speeds per level and
+ * axis. */
+template <int M>
+static __global__ void __launch_bounds__(M *M)
+    k_plain_fluxes(swe_buq_view v, const int *list, swe_bits *amax) {
+  enum { R = 2, S = plain_tile<M, R>::S };
+  extern __shared__ __align__(16) char plain_mem[];
+  int k = list[blockIdx.x], level = v.blocks[k].level;
+  plain_t t = plain_layout<M, R>(plain_mem);
+  swe_consts kc = buq_consts(&v, level);
+  plain_load<M, R>(&t, &v, k, &kc);
+  PLAIN_FOR(n, 4 * M) {
+    int gi, gj;
+    buq_ghost_at(M, n / M, 0, n % M, &gi, &gj);
+    v.char_speed[buq_cell(&v, k, gi, gj)] = t.a.char_speed[plain_at<M, R>(gi, gj)];
+  }
+  PLAIN_FOR(n, M * M) { /* the state at the start of the step (the update's save) */
+    int e = plain_at<M, R>(n % M, n / M);
+    swe_idx c = buq_cell(&v, k, n % M, n / M);
+    if (t.a.active[e])
+      v.w0[c] = t.a.w[e], v.hu0[c] = t.a.hu[e], v.hv0[c] = t.a.hv[e];
+  }
+  plain_reconstruct<S>(&t, &kc, 1, R - 1, M + 2, R, M);
+  __syncthreads();
+  ts_real ax = plain_faces<S>(&t, &kc, 1, R, M + 1, R, M);
+  __syncthreads();
+  plain_store<M, R>(&t, &v, k, 1);
+  plain_reconstruct<S>(&t, &kc, 0, R - 1, M + 2, R, M);
+  __syncthreads();
+  ts_real ay = plain_faces<S>(&t, &kc, 0, R, M + 1, R, M);
+  __syncthreads();
+  plain_store<M, R>(&t, &v, k, 0);
+  if (amax) {
+    block_max(ax, amax + 2 * level);
+    block_max(ay, amax + 2 * level + 1);
+  }
+}
+
+/* Whether cell (i, j) of a plain leaf lies in its band: the cells its neighbours' kernels read
+ * (those within PLAIN_REACH of its sides). */
+enum { PLAIN_REACH = 3 };
+template <int M> __device__ static inline bool plain_band(int i, int j) {
+  return i < PLAIN_REACH || j < PLAIN_REACH || i >= M - PLAIN_REACH || j >= M - PLAIN_REACH;
+}
+
+/* A second stage of the plain leaves `list` (a block each), whole: the new state (the band's
+ * into (w0, hu0, hv0), the rest in place), the velocities, the non-finite flag, and the flood
+ * maps at t_now after a step of step_dt. */
+template <int M>
+static __global__ void __launch_bounds__(M *M)
+    k_plain_stage(swe_buq_view v, const int *list, ts_real dt, int stage, int *bad, double t_now,
+                  double step_dt) {
+  enum { R = PLAIN_REACH, S = plain_tile<M, R>::S, CELLS = M + 2 };
+  extern __shared__ __align__(16) char plain_mem[];
+  int k = list[blockIdx.x];
+  plain_t t = plain_layout<M, R>(plain_mem);
+  swe_consts kc = buq_consts(&v, v.blocks[k].level);
+  plain_load<M, R>(&t, &v, k, &kc);
+  /* the faces of the leaf's cells and of its first ring */
+  plain_reconstruct<S>(&t, &kc, 1, R - 2, M + 4, R - 1, CELLS);
+  __syncthreads();
+  plain_faces<S>(&t, &kc, 1, R - 1, M + 3, R - 1, CELLS);
+  __syncthreads();
+  PLAIN_FOR(n, CELLS * CELLS) {
+    int c = (R - 1 + n % CELLS) + (R - 1 + n / CELLS) * S;
+    t.a.src_x[c] = t.a.src_x[c] - t.corr[c + 1];
+  }
+  plain_reconstruct<S>(&t, &kc, 0, R - 2, M + 4, R - 1, CELLS);
+  __syncthreads();
+  plain_faces<S>(&t, &kc, 0, R - 1, M + 3, R - 1, CELLS);
+  __syncthreads();
+  PLAIN_FOR(n, CELLS * CELLS) {
+    int c = (R - 1 + n % CELLS) + (R - 1 + n / CELLS) * S;
+    t.a.src_y[c] = t.a.src_y[c] - t.corr[c + S];
+    swe_drain_cell(&t.a, &kc, c, dt);
+  }
+  __syncthreads();
+  swe_arrays in_place = buq_leaf_arrays(&v, k), aside = in_place;
+  aside.w = aside.w0, aside.hu = aside.hu0, aside.hv = aside.hv0;
+  swe_maps maps = buq_maps(&v, t_now, step_dt);
+  int any_bad = 0;
+  PLAIN_FOR(n, M * M) {
+    int i = n % M, j = n / M, cf = plain_at<M, R>(i, j);
+    if (!t.a.active[cf])
+      continue;
+    swe_idx c = buq_local(&v, i, j);
+    const swe_arrays *out = plain_band<M>(i, j) ? &aside : &in_place;
+    any_bad |= swe_update_cell(out, &t.a, &kc, c, cf, dt, stage);
+    swe_record_cell(&maps, (swe_idx)k * M * M + n, out->w[c], out->bed[c], out->hu[c], out->hv[c]);
+  }
+  if (__syncthreads_or(any_bad) && threadIdx.x == 0)
+    *bad = 1;
+}
+
+/* The first stage's update of the plain leaves `list` (a block each), after their sweeps
+ * (k_plain_fluxes) and before the other leaves' updates: the limiters of the leaf's cells and
+ * of its first ring from the stored fluxes and the depths at the start of the step (those of
+ * a plain neighbour in its (w0, hu0, hv0), as it may be updating its own), the speed caps, then
+ * the update in place. in_plain: 1 for the leaves of `list`. */
+template <int M>
+static __global__ void __launch_bounds__(M *M)
+    k_plain_update(swe_buq_view v, const int *list, const unsigned char *in_plain, ts_real dt,
+                   int stage, int *bad) {
+  enum {
+    P_MAX = (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1) * (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1)
+  };
+  __shared__ ts_real drain[P_MAX], cap[P_MAX];
+  int k = list[blockIdx.x];
+  const ts_buq_block *b = &v.blocks[k];
+  swe_consts kc = buq_consts(&v, b->level);
+  swe_idx W = v.W;
+  PLAIN_FOR(n, (M + 2) * (M + 2)) {
+    int i = n % (M + 2) - 1, j = n / (M + 2) - 1;
+    int qi = i < 0 ? -1 : (i >= M ? 1 : 0), qj = j < 0 ? -1 : (j >= M ? 1 : 0);
+    if (qi != 0 && qj != 0)
+      continue; /* (corners: no update reads them) */
+    int nb = qi ? b->side[qi < 0 ? TS_BUQ_WEST : TS_BUQ_EAST][0]
+                : (qj ? b->side[qj < 0 ? TS_BUQ_SOUTH : TS_BUQ_NORTH][0] : k);
+    swe_idx c = buq_cell(&v, nb, i - qi * M, j - qj * M);
+    ts_real w_start = nb != k && in_plain[nb] ? v.w0[c] : v.w[c];
+    drain[buq_local(&v, i, j)] = swe_drain_of(&kc, dt, v.fx[0][c], v.fx[0][c + 1], v.fy[0][c],
+                                              v.fy[0][c + W], w_start - v.bed[c]);
+  }
+  swe_arrays a = buq_leaf_arrays(&v, k);
+  PLAIN_FOR(n, M * M) {
+    swe_idx c = buq_local(&v, n % M, n / M);
+    cap[c] = swe_speed_cap(a.char_speed, c, W);
+  }
+  __syncthreads();
+  swe_arrays f = a;
+  f.drain = drain, f.speed_cap = cap;
+  a.start_kept = 1; /* saved by k_plain_fluxes */
+  int any_bad = 0;
+  PLAIN_FOR(n, M * M) {
+    swe_idx c = buq_local(&v, n % M, n / M);
+    if (a.active[c])
+      any_bad |= swe_update_cell(&a, &f, &kc, c, c, dt, stage);
+  }
+  if (__syncthreads_or(any_bad) && threadIdx.x == 0)
+    *bad = 1;
+}
+
+/* The plain leaves' new state of their band from (w0, hu0, hv0) into (w, hu, hv). */
+template <int M> static __global__ void k_commit(swe_buq_view v, const int *list, int n) {
+  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), i = (t % (M * M)) % M,
+      j = (t % (M * M)) / M;
+  if (t >= n * M * M || !plain_band<M>(i, j))
+    return;
+  swe_idx c = buq_cell(&v, list[t / (M * M)], i, j);
+  if (v.active[c])
+    v.w[c] = v.w0[c], v.hu[c] = v.hu0[c], v.hv[c] = v.hv0[c];
+}
+
 /* ------------------------------------------------------------------ passes */
 
 static void gpu_release(void *x) {
@@ -237,8 +554,11 @@ static void gpu_release(void *x) {
   cudaFree(g->d.loss_rate);
   cudaFree(g->d.lost);
   cudaFree(g->blocks);
-  cudaFree(g->list);
-  cudaFree(g->ghost_list);
+  leaf_lists *lists[3] = {&g->all, &g->first, &g->second};
+  for (int l = 0; l < 3; l++)
+    cudaFree(lists[l]->list), cudaFree(lists[l]->ghost_list);
+  cudaFree(g->plain_list);
+  cudaFree(g->in_plain);
   cudaFree(g->dropped);
   cudaFree(g->wet);
   cudaFree(g->amax);
@@ -246,6 +566,10 @@ static void gpu_release(void *x) {
   cudaFree(g->probe);
   free(g->level_of);
   free(g->by_level);
+  free(g->host_list);
+  free(g->plain);
+  free(g->mark);
+  free(g->host_blocks);
   free(g);
 }
 
@@ -343,17 +667,29 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   if (cudaSetDevice(device) != cudaSuccess)
     return ts_error(TS_ERR_INPUT, "swe: CUDA device %d cannot be used", device);
   gpu_state *g = (gpu_state *)calloc(1, sizeof *g);
-  if (!g || !(g->level_of = (int *)malloc(sizeof(int) * (size_t)nblocks)) ||
-      !(g->by_level = (int *)malloc(sizeof(int) * (size_t)nblocks))) {
+  size_t nb = (size_t)nblocks;
+  if (!g || !(g->level_of = (int *)malloc(sizeof(int) * nb)) ||
+      !(g->by_level = (int *)malloc(sizeof(int) * nb)) ||
+      !(g->host_list = (int *)malloc(sizeof(int) * nb)) ||
+      !(g->plain = (unsigned char *)malloc(nb)) || !(g->mark = (unsigned char *)malloc(nb)) ||
+      !(g->host_blocks = (ts_buq_block *)malloc(sizeof(ts_buq_block) * nb))) {
     if (g)
-      free(g->level_of);
+      free(g->level_of), free(g->by_level), free(g->host_list), free(g->plain), free(g->mark);
     free(g);
     return ts_error(TS_ERR_NOMEM, "out of memory");
   }
   g->device = device, g->nblocks = nblocks, g->levels = levels;
   g->d = *h;
-  for (int k = 0; k < nblocks; k++)
-    g->level_of[k] = h->blocks[k].level;
+  memcpy(g->host_blocks, h->blocks, sizeof(ts_buq_block) * nb);
+  for (int k = 0; k < nblocks; k++) {
+    const ts_buq_block *b = &h->blocks[k];
+    g->level_of[k] = b->level;
+    int plain = k < h->owned;
+    for (int s = 0; s < 4; s++)
+      plain &= b->side_relation[s] == TS_BUQ_SAME && b->side[s][0] >= 0 &&
+               b->corner_relation[s] == TS_BUQ_SAME && b->corner[s] >= 0;
+    g->plain[k] = (unsigned char)plain;
+  }
   size_t cells = (size_t)nblocks * h->P, leaf_cells = (size_t)nblocks * h->M * h->M;
   ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&g->d);
   double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&g->d);
@@ -376,8 +712,13 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   if (h->lost)
     failed |= cudaMalloc((void **)&g->d.lost, leaf_cells * sizeof(double)) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->blocks, sizeof(ts_buq_block) * nblocks) != cudaSuccess;
-  failed |= cudaMalloc((void **)&g->list, sizeof(int) * nblocks) != cudaSuccess;
-  failed |= cudaMalloc((void **)&g->ghost_list, sizeof(int) * nblocks) != cudaSuccess;
+  leaf_lists *lists[3] = {&g->all, &g->first, &g->second};
+  for (int l = 0; l < 3; l++) {
+    failed |= cudaMalloc((void **)&lists[l]->list, sizeof(int) * nblocks) != cudaSuccess;
+    failed |= cudaMalloc((void **)&lists[l]->ghost_list, sizeof(int) * nblocks) != cudaSuccess;
+  }
+  failed |= cudaMalloc((void **)&g->plain_list, sizeof(int) * nblocks) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->in_plain, nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->dropped, sizeof(int) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->wet, nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->amax, sizeof(swe_bits) * 2 * levels) != cudaSuccess;
@@ -391,6 +732,12 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   check(cudaMemcpy(g->blocks, h->blocks, sizeof(ts_buq_block) * nblocks, cudaMemcpyHostToDevice),
         "quadtree blocks");
   check(cudaMemset(g->bad, 0, sizeof(int)), "flag");
+  check(cudaFuncSetAttribute(k_plain_fluxes<16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)plain_tile<16, 2>::bytes()),
+        "shared memory of the plain leaves' sweeps");
+  check(cudaFuncSetAttribute(k_plain_stage<16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)plain_tile<16, 3>::bytes()),
+        "shared memory of the plain leaves' stage");
   *out = g;
   return TS_OK;
 }
@@ -408,25 +755,77 @@ static void gpu_wet(void *x, unsigned char *wet) {
   check(cudaMemcpy(wet, g->wet, g->nblocks, cudaMemcpyDeviceToHost), "wet leaves");
 }
 
-static void gpu_set_list(void *x, const int *list, const int counts[4], const int *dropped,
-                         int ndropped) {
-  gpu_state *g = on_device(x);
-  int n = counts[3];
+/* Sends the leaves list[0 .. counts[3]) with the passes' ranges, and the ghost range by level
+ * from the coarsest. */
+static void send_lists(gpu_state *g, leaf_lists *to, const int *list, const int counts[4]) {
+  int n = counts[3], at = 0;
   for (int c = 0; c < 4; c++)
-    g->counts[c] = counts[c];
-  /* the ghost list by level from the coarsest, each level's range */
-  int at = 0;
+    to->counts[c] = counts[c];
   for (int l = g->levels - 1; l >= 0; l--) {
-    g->level_first[l] = at;
+    to->level_first[l] = at;
     for (int p = 0; p < n; p++)
       if (g->level_of[list[p]] == l)
         g->by_level[at++] = list[p];
-    g->level_count[l] = at - g->level_first[l];
+    to->level_count[l] = at - to->level_first[l];
   }
   if (n > 0) {
-    check(cudaMemcpy(g->list, list, sizeof(int) * n, cudaMemcpyHostToDevice), "leaf list");
-    check(cudaMemcpy(g->ghost_list, g->by_level, sizeof(int) * n, cudaMemcpyHostToDevice),
+    check(cudaMemcpy(to->list, list, sizeof(int) * n, cudaMemcpyHostToDevice), "leaf list");
+    check(cudaMemcpy(to->ghost_list, g->by_level, sizeof(int) * n, cudaMemcpyHostToDevice),
           "leaf list");
+  }
+}
+
+/* The step's lists: the engine's (all); with plain leaves among the updated ones, those leaves
+ * (plain_list), the first stage's ghosts and sweeps without them (first), and the limiters and
+ * updates of both stages and the second stage's ghosts and sweeps (second): the other updated
+ * leaves, then the plain leaves next to them (whose limiters those read), then the limiter,
+ * flux and ghost rings. */
+static void gpu_set_list(void *x, const int *list, const int counts[4], const int *dropped,
+                         int ndropped) {
+  gpu_state *g = on_device(x);
+  int n = counts[3], c0 = counts[0], nplain = 0, *h = g->host_list;
+  send_lists(g, &g->all, list, counts);
+  for (int p = 0; p < c0; p++)
+    if (g->plain[list[p]])
+      h[nplain++] = list[p];
+  g->nplain = nplain;
+  if (nplain > 0) {
+    check(cudaMemcpy(g->plain_list, h, sizeof(int) * nplain, cudaMemcpyHostToDevice),
+          "plain leaves");
+    memset(g->mark, 0, (size_t)g->nblocks);
+    for (int p = 0; p < nplain; p++)
+      g->mark[h[p]] = 1;
+    check(cudaMemcpy(g->in_plain, g->mark, (size_t)g->nblocks, cudaMemcpyHostToDevice),
+          "plain leaves");
+    int first_counts[4], second_counts[4], m = 0;
+    for (int p = 0; p < n; p++)
+      if (p >= c0 || !g->plain[list[p]])
+        h[m++] = list[p];
+    for (int c = 0; c < 4; c++)
+      first_counts[c] = counts[c] - nplain;
+    send_lists(g, &g->first, h, first_counts);
+    /* mark: updated and not plain */
+    memset(g->mark, 0, (size_t)g->nblocks);
+    for (int p = 0; p < c0; p++)
+      g->mark[list[p]] = !g->plain[list[p]];
+    m = 0;
+    for (int p = 0; p < c0; p++)
+      if (g->mark[list[p]])
+        h[m++] = list[p];
+    second_counts[0] = m;
+    for (int p = 0; p < c0; p++) {
+      int k = list[p], next_to_other = 0;
+      for (int side = 0; side < 4 && g->plain[k]; side++)
+        next_to_other |= g->mark[g->host_blocks[k].side[side][0]];
+      if (next_to_other)
+        h[m++] = k;
+    }
+    int deep = c0 - m;
+    for (int p = c0; p < n; p++)
+      h[m++] = list[p];
+    for (int c = 1; c < 4; c++)
+      second_counts[c] = counts[c] - deep;
+    send_lists(g, &g->second, h, second_counts);
   }
   if (ndropped > 0) {
     check(cudaMemcpy(g->dropped, dropped, sizeof(int) * ndropped, cudaMemcpyHostToDevice),
@@ -435,29 +834,42 @@ static void gpu_set_list(void *x, const int *list, const int counts[4], const in
   }
 }
 
+/* The lists of the ghosts and sweeps of this stage: the first stage leaves the plain leaves
+ * out, the second stage those whose limiters no other leaf reads. */
+static const leaf_lists *stage_lists(const gpu_state *g) {
+  return g->nplain == 0 ? &g->all : (g->stage == 0 ? &g->first : &g->second);
+}
+
 static void gpu_ghosts(void *x) {
   gpu_state *g = on_device(x);
-  int n = g->counts[3], M = g->d.M, frame = M + 2 * SWE_GHOST;
+  const leaf_lists *L = stage_lists(g);
+  int n = L->counts[3], M = g->d.M, frame = M + 2 * SWE_GHOST;
   if (n == 0)
     return;
-  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS>>>(g->d, g->ghost_list, n);
+  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS>>>(g->d, L->ghost_list, n);
   for (int l = g->levels - 2; l >= 0; l--)
-    if (g->level_count[l] > 0)
-      k_coarser<<<grid_of((long)g->level_count[l] * 4 * (M / 2)), THREADS>>>(
-          g->d, g->ghost_list, g->level_first[l], g->level_count[l]);
-  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS>>>(g->d, g->ghost_list, n);
+    if (L->level_count[l] > 0)
+      k_coarser<<<grid_of((long)L->level_count[l] * 4 * (M / 2)), THREADS>>>(
+          g->d, L->ghost_list, L->level_first[l], L->level_count[l]);
+  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS>>>(g->d, L->ghost_list, n);
 }
 
 static void gpu_fluxes(void *x, int speeds) {
   gpu_state *g = on_device(x);
-  int n = g->counts[2], M = g->d.M;
+  const leaf_lists *L = stage_lists(g);
+  int n = L->counts[2], M = g->d.M;
+  swe_bits *amax = speeds ? g->amax : NULL;
   if (speeds)
     check(cudaMemsetAsync(g->amax, 0, sizeof(swe_bits) * 2 * g->levels), "wave speeds");
   if (n > 0 && M == 16)
-    k_sweep<16><<<n, SWEEP_THREADS>>>(g->d, g->list, n, speeds ? g->amax : NULL);
+    k_sweep<16><<<n, SWEEP_THREADS>>>(g->d, L->list, n, amax);
   else if (n > 0)
-    k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS>>>(g->d, g->list, n,
-                                                                         speeds ? g->amax : NULL);
+    k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS>>>(g->d, L->list, n, amax);
+  if (g->nplain > 0 && g->stage == 0 && M == 16)
+    k_plain_fluxes<16>
+        <<<g->nplain, 16 * 16, plain_tile<16, 2>::bytes()>>>(g->d, g->plain_list, amax);
+  else if (g->nplain > 0 && g->stage == 0)
+    k_plain_fluxes<8><<<g->nplain, 8 * 8, plain_tile<8, 2>::bytes()>>>(g->d, g->plain_list, amax);
 }
 
 static void gpu_speeds(void *x, double amax[][2]) {
@@ -470,20 +882,44 @@ static void gpu_speeds(void *x, double amax[][2]) {
     amax[l][1] = (double)swe_from_bits(bits[2 * l + 1]);
 }
 
+/* The limiters of the leaves the other passes update, and of the plain leaves next to them;
+ * the plain leaves' kernels limit their own cells. */
 static void gpu_limit(void *x, double dt) {
   gpu_state *g = on_device(x);
-  int n = g->counts[1], M = g->d.M;
+  const leaf_lists *L = g->nplain > 0 ? &g->second : &g->all;
+  int n = L->counts[1], M = g->d.M;
   if (n == 0)
     return;
-  k_limit<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, (ts_real)dt);
-  k_limit_ghosts<<<grid_of((long)n * 4 * M), THREADS>>>(g->d, g->list, n);
+  k_limit<<<grid_of((long)n * M * M), THREADS>>>(g->d, L->list, n, (ts_real)dt);
+  k_limit_ghosts<<<grid_of((long)n * 4 * M), THREADS>>>(g->d, L->list, n);
 }
 
-static void gpu_update(void *x, double dt, int stage) {
+/* The plain leaves' kernel runs first (it reads the other leaves' state), then the other
+ * leaves' updates; after a second stage, the plain leaves' new state moves in place. */
+static void gpu_update(void *x, double dt, int stage, double t_after) {
   gpu_state *g = on_device(x);
-  int n = g->counts[0], M = g->d.M;
+  int M = g->d.M, np = g->nplain, whole = stage == 1 && np > 0;
+  const leaf_lists *L = np > 0 ? &g->second : &g->all;
+  int n = L->counts[0];
+  ts_real dt_r = (ts_real)dt;
+  if (np > 0 && stage == 0 && M == 16)
+    k_plain_update<16><<<np, 16 * 16>>>(g->d, g->plain_list, g->in_plain, dt_r, stage, g->bad);
+  else if (np > 0 && stage == 0)
+    k_plain_update<8><<<np, 8 * 8>>>(g->d, g->plain_list, g->in_plain, dt_r, stage, g->bad);
+  else if (whole && M == 16)
+    k_plain_stage<16><<<np, 16 * 16, plain_tile<16, 3>::bytes()>>>(g->d, g->plain_list, dt_r, stage,
+                                                                   g->bad, t_after, dt);
+  else if (whole)
+    k_plain_stage<8><<<np, 8 * 8, plain_tile<8, 3>::bytes()>>>(g->d, g->plain_list, dt_r, stage,
+                                                               g->bad, t_after, dt);
   if (n > 0)
-    k_update<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, (ts_real)dt, stage, g->bad);
+    k_update<<<grid_of((long)n * M * M), THREADS>>>(g->d, L->list, n, dt_r, stage, g->bad);
+  if (whole && M == 16)
+    k_commit<16><<<grid_of((long)np * M * M), THREADS>>>(g->d, g->plain_list, np);
+  else if (whole)
+    k_commit<8><<<grid_of((long)np * M * M), THREADS>>>(g->d, g->plain_list, np);
+  g->plain_recorded = whole;
+  g->stage = stage + 1 < g->d.rk_order ? stage + 1 : 0;
 }
 
 static int gpu_take_bad(void *x) {
@@ -495,11 +931,13 @@ static int gpu_take_bad(void *x) {
   return bad;
 }
 
+/* The maps of the updated leaves (but the plain ones where their stage recorded them). */
 static void gpu_record(void *x, double t, double dt) {
   gpu_state *g = on_device(x);
-  int n = g->counts[0], M = g->d.M;
+  const leaf_lists *L = g->plain_recorded ? &g->second : &g->all;
+  int n = L->counts[0], M = g->d.M;
   if (n > 0)
-    k_record<<<grid_of((long)n * M * M), THREADS>>>(g->d, g->list, n, t, dt);
+    k_record<<<grid_of((long)n * M * M), THREADS>>>(g->d, L->list, n, t, dt);
   check(cudaGetLastError(), "quadtree kernels");
 }
 

@@ -71,7 +71,8 @@ typedef struct swe_buq_ops {
  * step and those dropped from it (their fluxes zeroed): update and record take list[0 ..
  * counts[0]), limit (limiters of the cells and their first ghost ring) counts[1], fluxes counts[2]
  * (with `speeds`, keeping the largest wave speeds per level, x and y, which speeds then gives:
- * the devices of several parts work at once), ghosts counts[3]; sources (rain
+ * the devices of several parts work at once), ghosts counts[3]; update gets the time the step
+ * ends at (a device may record the maps of some leaves with their last stage); sources (rain
  * and losses) run on the part's own leaves; take_bad returns and clears the non-finite flag of
  * the updates; set_rain takes the view's rain (array and rate); finish waits for the work
  * queued on the device (NULL: none is queued). */
@@ -90,7 +91,7 @@ typedef struct swe_buq_passes {
   void (*fluxes)(void *x, int speeds);
   void (*speeds)(void *x, double amax[][2]);
   void (*limit)(void *x, double dt);
-  void (*update)(void *x, double dt, int stage);
+  void (*update)(void *x, double dt, int stage, double t_after);
   int (*take_bad)(void *x);
   void (*record)(void *x, double t, double dt);
   void (*sources)(void *x, double dt);

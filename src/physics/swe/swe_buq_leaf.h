@@ -395,10 +395,8 @@ TS_HD static inline void buq_drain_cell(const swe_buq_view *e, int k, int i, int
                                 swe_max(SWE_R(0), out_positive ? ff[1][0] : -ff[1][0]));
     f[s] = out_positive ? out : -out;
   }
-  const ts_real *cs = a.char_speed;
   a.drain[c] = swe_drain_of(&kc, dt, f[0], f[1], f[2], f[3], a.w[c] - a.bed[c]);
-  ts_real ring = swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - W], cs[c + W]));
-  a.speed_cap[c] = swe_max(cs[c], ring);
+  a.speed_cap[c] = swe_speed_cap(a.char_speed, c, W);
 }
 
 /* The limiter of leaf k's first-ring ghost at `at` along `side`: the neighbour's (same level),
@@ -480,12 +478,8 @@ TS_HD static inline int buq_wet_cell(const swe_buq_view *e, int k, int i, int j)
   return e->active[c] && e->w[c] > e->bed[c];
 }
 
-/* The flood maps of cell (i, j) of leaf k at time t after a step of dt (swe_record_cell). */
-TS_HD static inline void buq_record_cell(const swe_buq_view *e, int k, int i, int j, double t,
-                                         double dt) {
-  swe_idx c = buq_cell(e, k, i, j);
-  if (!e->active[c])
-    return;
+/* What the flood maps of the view's cells record at time t after a step of dt. */
+TS_HD static inline swe_maps buq_maps(const swe_buq_view *e, double t, double dt) {
   swe_maps m = {e->max_h,
                 e->max_speed,
                 e->arrival,
@@ -497,6 +491,16 @@ TS_HD static inline void buq_record_cell(const swe_buq_view *e, int k, int i, in
                 dt,
                 (ts_real)e->dry_depth,
                 (ts_real)(0.01 * e->dry_depth)};
+  return m;
+}
+
+/* The flood maps of cell (i, j) of leaf k at time t after a step of dt (swe_record_cell). */
+TS_HD static inline void buq_record_cell(const swe_buq_view *e, int k, int i, int j, double t,
+                                         double dt) {
+  swe_idx c = buq_cell(e, k, i, j);
+  if (!e->active[c])
+    return;
+  swe_maps m = buq_maps(e, t, dt);
   swe_record_cell(&m, (swe_idx)k * e->M * e->M + i + e->M * j, e->w[c], e->bed[c], e->hu[c],
                   e->hv[c]);
 }

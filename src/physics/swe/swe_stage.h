@@ -215,6 +215,13 @@ TS_HD static inline ts_real swe_drain_of(const swe_consts *k, ts_real dt, ts_rea
   return out > h ? h / out : SWE_R(1);
 }
 
+/* The speed cap of cell c: the largest characteristic speed cs of the cell and its four
+ * neighbours (row: the offset of the next row). */
+TS_HD static inline ts_real swe_speed_cap(const ts_real *cs, swe_idx c, swe_idx row) {
+  ts_real around = swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - row], cs[c + row]));
+  return swe_max(cs[c], around);
+}
+
 /* Outflow limiter of cell c: the fraction of its outgoing fluxes it can deliver in dt without
  * its depth going negative (the "draining time step" of Bollermann et al.). Also its speed cap:
  * the largest characteristic speed of the cell and its four neighbours. No flow accelerates water
@@ -223,10 +230,9 @@ TS_HD static inline ts_real swe_drain_of(const swe_consts *k, ts_real dt, ts_rea
  * speed would shrink the time step. */
 TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k, swe_idx c,
                                         ts_real dt) {
-  const ts_real *fx = a->fx[0], *fy = a->fy[0], *cs = a->char_speed;
+  const ts_real *fx = a->fx[0], *fy = a->fy[0];
   a->drain[c] = swe_drain_of(k, dt, fx[c], fx[c + 1], fy[c], fy[c + a->row], a->w[c] - a->bed[c]);
-  ts_real around = swe_max(swe_max(cs[c - 1], cs[c + 1]), swe_max(cs[c - a->row], cs[c + a->row]));
-  a->speed_cap[c] = swe_max(cs[c], around);
+  a->speed_cap[c] = swe_speed_cap(a->char_speed, c, a->row);
 }
 
 /* Limiter that applies to a face: that of the cell the water leaves. */
