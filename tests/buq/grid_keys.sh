@@ -2,9 +2,9 @@
 # The [grid] keys of a shallow-water case: the quadtree case grid_keys/buq.ini runs and its
 # summary.json `grid` tells a quadtree that holds fewer cells than the uniform grid of its finest
 # cells; the same case cut into 5 partitions writes the same bytes (asc maps and snapshots, the
-# native blocks in VTK; summary.json but for timings, threads and memory); the same case on the
-# uniform grid tells the bed's grid; and every malformed or misplaced
-# key stops the run with exit code 2 and one line naming the file and line, writing nothing.
+# native blocks in VTK; summary.json but for timings, threads, memory and the balance section);
+# the same case on the uniform grid tells the bed's grid; and every malformed or misplaced key
+# stops the run with exit code 2 and one line naming the file and line, writing nothing.
 # Needs python3 (to read summary.json). CTest: buq.grid_keys.
 # usage: grid_keys.sh TESSERA WORKDIR
 set -u
@@ -38,7 +38,7 @@ check "buq summary" $? "type buq, 3 levels of 8 x 8 blocks, fewer cells than 64 
     --set parallel.subdomains=5 >cut.log 2>&1
 differ=$?
 strip() { sed -e '/"wall_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' -e '/"memory_bytes"/d' \
-  -e '/"subdomains"/d' "$1"; }
+  -e '/"subdomains"/d' -e '/"balance": {/,/^  },/d' "$1"; }
 for f in whole/*; do
   name=$(basename "$f")
   if [ "$name" = summary.json ]; then

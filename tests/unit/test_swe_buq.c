@@ -11,10 +11,12 @@
  *   continuing rate) on one level equal the uniform grid's bit for bit (state, maps, the
  *   budget's rain and losses); on three levels the volume equals the initial volume plus the
  *   rain less the losses to rounding, and a restart continues bit for bit;
- * - the leaves cut into partitions ([parallel] subdomains: 2, 3, 5, 11 and 23) give the bits
+ * - the leaves cut into partitions ([parallel] subdomains: 2, 3, 5, 11 and 23; and 3, 5 and 4
+ *   moving leaves between them every 3, 7 and 4 steps as the water spreads) give the bits
  *   of one partition (state, maps, volume, budget, steps) on three levels with rain, losses and
  *   early exit, float and double, on the small grid and on one 2.7 times wider and taller (parts
- *   many rings deep); a checkpoint of 3 partitions continues in one bit for bit. */
+ *   many rings deep); a checkpoint of 23 partitions, and one of 4 after moves, continues in one
+ *   bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,7 +400,7 @@ static void partitioned_case(int nx, int ny, ts_raster *bed, ts_raster *h0, ts_r
  * returns 0 on failure. */
 static int run_parts(ts_swe_params p, int parts, int with_checkpoint, const ts_raster *bed,
                      const ts_raster *h0, double end, double *out, double *volume,
-                     ts_swe_budget *budget, int64_t *steps) {
+                     ts_swe_budget *budget, int64_t *steps, ts_swe_balance *balance) {
   ts_swe *s = NULL, *r = NULL;
   p.parallel.subdomains = parts;
   int ok = ts_swe_create(&s, &p, bed, h0, NULL, NULL, NULL) == TS_OK;
@@ -414,6 +416,8 @@ static int run_parts(ts_swe_params p, int parts, int with_checkpoint, const ts_r
          ts_swe_create(&r, &p, bed, h0, NULL, NULL, NULL) == TS_OK &&
          ts_swe_checkpoint_load(r, blob, bytes) == TS_OK;
     free(blob);
+    if (ok)
+      ts_swe_balance_get(s, balance);
     ts_swe_destroy(s);
     s = r;
   }
@@ -429,6 +433,8 @@ static int run_parts(ts_swe_params p, int parts, int with_checkpoint, const ts_r
   ok = ok && ts_swe_budget_get(s, budget) == TS_OK;
   *volume = ok ? ts_swe_volume(s) : 0;
   *steps = ok ? ts_swe_steps(s) : 0;
+  if (ok && !with_checkpoint)
+    ts_swe_balance_get(s, balance);
   ts_swe_destroy(s);
   return ok;
 }
@@ -453,18 +459,32 @@ static void partitions(void) {
       double end = size ? 25 : 30, vol[2];
       ts_swe_budget budget[2];
       int64_t steps[2];
-      int ok = run_parts(p, 1, 0, &bed, &h0, end, one, &vol[0], &budget[0], &steps[0]);
-      int cuts[6] = {2, 3, 5, 11, 23, 3};
-      for (int c = 0; c < 6; c++) {
-        int checkpoint = c == 5;
-        int ran = ok && run_parts(p, cuts[c], checkpoint, &bed, &h0, end, cut, &vol[1], &budget[1],
-                                  &steps[1]);
+      ts_swe_balance moves;
+      int ok = run_parts(p, 1, 0, &bed, &h0, end, one, &vol[0], &budget[0], &steps[0], &moves);
+      /* the last three: the leaves moved between the partitions every few steps as the water
+       * spreads (balance dynamic), a checkpoint taken after such moves */
+      int cuts[8] = {2, 3, 5, 11, 23, 3, 5, 4}, every[8] = {0, 0, 0, 0, 0, 3, 7, 4};
+      for (int c = 0; c < 8; c++) {
+        int checkpoint = c == 4 || c == 7;
+        ts_swe_params pc = p;
+        pc.parallel.balance = every[c] ? TS_BALANCE_DYNAMIC : TS_BALANCE_OFF;
+        pc.parallel.rebalance_interval = every[c];
+        int ran = ok && run_parts(pc, cuts[c], checkpoint, &bed, &h0, end, cut, &vol[1], &budget[1],
+                                  &steps[1], &moves);
         CHECK(ran && same_bits(one, cut, n6) && vol[0] == vol[1] &&
                   budget[0].rain == budget[1].rain && budget[0].losses == budget[1].losses &&
                   steps[0] == steps[1],
-              "%s%d partitions give the bits of one (%dx%d, %s, %lld steps, volume %.9g m3)",
-              checkpoint ? "a checkpoint of " : "", cuts[c], nx, ny, prec ? "double" : "float",
+              "%s%d partitions%s give the bits of one (%dx%d, %s, %lld steps, volume %.9g m3)",
+              checkpoint ? "a checkpoint of " : "", cuts[c],
+              every[c] ? " balanced as the water spreads" : "", nx, ny, prec ? "double" : "float",
               (long long)steps[0], vol[0]);
+        if (every[c])
+          CHECK(ran && moves.mode == TS_BALANCE_DYNAMIC && moves.rebalances > 0 &&
+                    moves.moved_cells > 0 && moves.imbalance_before > 1,
+                "%d partitions moved leaves %d times (%lld cells; imbalance at the first look "
+                "%.2f, at the last %.2f)",
+                cuts[c], moves.rebalances, (long long)moves.moved_cells, moves.imbalance_before,
+                moves.imbalance_after);
       }
       if (!size) {
         ts_raster_free(&rain);

@@ -586,6 +586,10 @@ ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, t
 }
 
 void ts_swe_balance_get(const ts_swe *s, ts_swe_balance *out) {
+  if (s->buq) {
+    s->buq_ops->balance(s->buq, out);
+    return;
+  }
   const swe_balance_state *b = &s->balance;
   *out = (ts_swe_balance){b->mode,   b->rebalances,       b->moved_cells,
                           b->move_s, b->imbalance_before, b->imbalance_after};

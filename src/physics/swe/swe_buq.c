@@ -68,7 +68,7 @@ typedef struct part {
   int M, W, levels, threads;
   int64_t P;               /* elements of one leaf's window */
   unsigned char *computed; /* per leaf: computed in this step (early exit) */
-  unsigned char *wet;      /* per leaf: holds water (choose_leaves) */
+  unsigned char *on, *wet; /* per leaf: in the step (choose_leaves), holds water (CPU) */
   int *list;              /* the leaves of the step by ring, each ring by level from the coarsest */
   int counts[4];          /* update and maps, limiters, fluxes, ghosts: list[0 .. counts[i]) */
   int *dropped, ndropped; /* the leaves no longer computed: their fluxes are zeroed */
@@ -104,6 +104,14 @@ typedef struct engine {
   double t;              /* time of the state (for the maps) */
   double dx0;            /* the finest cell size (m) */
   int sources;           /* rain or losses (swe_has_sources) */
+  int friction;          /* a friction coefficient per cell */
+  /* the balance (one process): off, static (one look) or dynamic; steps between looks, steps
+   * and seconds since the last, what the moves did, the imbalance at the first and last look */
+  ts_balance_mode balance;
+  int looking; /* the balance is looked at (static: until the first look) */
+  int interval, since, rebalances;
+  int64_t moved_cells;
+  double span_s, move_s, imbalance_first, imbalance_last;
 } engine;
 
 static inline int64_t cell_at(const part *e, int k, int i, int j) {
@@ -112,18 +120,23 @@ static inline int64_t cell_at(const part *e, int k, int i, int j) {
 
 static inline swe_idx local(const part *e, int i, int j) { return buq_local(&e->v, i, j); }
 
-/* The part owning leaf k of the grid, and k's place among its leaves. */
-static part *owner_of(const engine *e, int k, int *slot) {
-  int lo = 0, hi = e->nparts - 1;
+/* The part holding leaf k of the grid under the cuts `first` of nparts parts. */
+static int part_of(const int *first, int nparts, int k) {
+  int lo = 0, hi = nparts - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) / 2;
-    if (e->first[mid] <= k)
+    if (first[mid] <= k)
       lo = mid;
     else
       hi = mid - 1;
   }
+  return lo;
+}
+
+/* The part owning leaf k of the grid, and k's place among its leaves. */
+static part *owner_of(const engine *e, int k, int *slot) {
   *slot = e->slot[k];
-  return &e->parts[lo];
+  return &e->parts[part_of(e->first, e->nparts, k)];
 }
 
 /* ---------------------------------------------------------------- building */
@@ -243,16 +256,23 @@ static void leaf_means(part *e, int k, const ts_raster *r, ts_real *dst) {
 
 /* ---------------------------------------------------------------- CPU passes */
 
-static void cpu_wet(void *x, unsigned char *wet) {
+static int cpu_choose(void *x, int early_exit, unsigned char *on) {
   part *e = x;
+  int changed = 0;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(e->threads)
   for (int k = 0; k < e->nblocks; k++) {
-    int any = 0;
+    int any = !early_exit;
     for (int j = 0; j < e->M && !any; j++)
       for (int i = 0; i < e->M && !any; i++)
         any = buq_wet_cell(&e->v, k, i, j);
-    wet[k] = (unsigned char)any;
+    e->wet[k] = (unsigned char)any;
   }
+#pragma omp parallel for reduction(| : changed) num_threads(e->threads)
+  for (int k = 0; k < e->nblocks; k++) {
+    on[k] = (unsigned char)buq_leaf_on(e->blocks, e->wet, k);
+    changed |= on[k] != e->computed[k];
+  }
+  return changed;
 }
 
 static void cpu_set_list(void *x, const int *list, const int counts[4], const int *dropped,
@@ -399,7 +419,7 @@ static void cpu_sources(void *x, double dt) {
 
 static const swe_buq_passes cpu_passes = {
     NULL,       NULL,         NULL,       NULL,        NULL,       NULL,
-    cpu_wet,    cpu_set_list, cpu_ghosts, cpu_fluxes,  cpu_speeds, cpu_limit,
+    cpu_choose, cpu_set_list, cpu_ghosts, cpu_fluxes,  cpu_speeds, cpu_limit,
     cpu_update, cpu_take_bad, cpu_record, cpu_sources, NULL,       NULL};
 
 /* ---------------------------------------------------------------- steps */
@@ -441,47 +461,40 @@ static ts_status exchange(engine *e) {
 
 /* The leaves of this step (early exit: those holding water or touching a leaf that does, as
  * water moves less than a cell per stage) among those up to the ghost ring, by ring and each
- * ring by level from the coarsest; the leaves dropped from the list get zero fluxes, as their
- * neighbours read them. */
+ * ring by level from the coarsest (a counting sort); the leaves dropped from the list get zero
+ * fluxes, as their neighbours read them. The passes tell whether the leaves changed: the list of
+ * the last step stays otherwise. */
 static void choose_leaves(part *e, int early_exit) {
-  int nb = e->nblocks;
-  unsigned char *wet = e->wet;
-  if (early_exit)
-    e->ops->wet(e->x, wet);
-  else
-    memset(wet, 1, (size_t)nb);
-  e->ndropped = 0;
-  int changed = !e->listed;
-  for (int k = 0; k < nb; k++) {
-    const ts_buq_block *b = &e->blocks[k];
-    int on = wet[k];
-    for (int s = 0; s < 4 && !on; s++)
-      for (int q = 0; q < 2 && !on; q++)
-        on = b->side[s][q] >= 0 && wet[b->side[s][q]];
-    for (int c = 0; c < 4 && !on; c++)
-      on = b->corner[c] >= 0 && wet[b->corner[c]];
-    if (!on && e->computed[k])
-      e->dropped[e->ndropped++] = k;
-    changed |= on != e->computed[k];
-    e->computed[k] = (unsigned char)on;
-  }
-  if (!changed)
-    return; /* the list of the last step */
+  int nb = e->nblocks, keys = (RING_GHOST + 1) * e->levels;
+  unsigned char *on = e->on;
+  if (!e->ops->choose(e->x, early_exit, on) && e->listed)
+    return;
   e->listed = 1;
-  int n = 0;
-  for (int ring = 0; ring <= RING_GHOST; ring++) {
-    for (int level = e->levels - 1; level >= 0; level--)
-      for (int k = 0; k < nb; k++)
-        if (e->computed[k] && e->ring[k] == ring && e->blocks[k].level == level)
-          e->list[n++] = k;
-    e->counts[ring] = n;
+  e->ndropped = 0;
+  int first[(RING_GHOST + 1) * TS_BUQ_MAX_LEVELS + 1] = {0};
+  for (int k = 0; k < nb; k++) {
+    if (!on[k] && e->computed[k])
+      e->dropped[e->ndropped++] = k;
+    e->computed[k] = on[k];
+    if (on[k] && e->ring[k] <= RING_GHOST)
+      first[e->ring[k] * e->levels + (e->levels - 1 - e->blocks[k].level) + 1]++;
   }
+  for (int key = 0; key < keys; key++)
+    first[key + 1] += first[key];
+  for (int ring = 0; ring <= RING_GHOST; ring++)
+    e->counts[ring] = first[(ring + 1) * e->levels];
+  for (int k = 0; k < nb; k++)
+    if (on[k] && e->ring[k] <= RING_GHOST)
+      e->list[first[e->ring[k] * e->levels + (e->levels - 1 - e->blocks[k].level)]++] = k;
   e->ops->set_list(e->x, e->list, e->counts, e->dropped, e->ndropped);
 }
+
+static ts_status look_at_balance(engine *e, double step_s);
 
 static ts_status engine_step(void *ev, double t, double target, double step_max, double *dt_out,
                              double *t_after) {
   engine *e = ev;
+  double started = omp_get_wtime();
   int stages = e->p.rk_order == 1 ? 1 : 2;
   double dt = 0;
   for (int stage = 0; stage < stages; stage++) {
@@ -536,7 +549,7 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
   TS_CALL(ts_comm_max(e->comm, &any_bad, 1));
   if (any_bad > 0)
     return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s", t);
-  return TS_OK;
+  return look_at_balance(e, omp_get_wtime() - started);
 }
 
 /* ---------------------------------------------------------------- creation */
@@ -562,6 +575,7 @@ static void part_destroy(part *e) {
   free(e->computed);
   free(e->list);
   free(e->dropped);
+  free(e->on);
   free(e->wet);
 }
 
@@ -828,8 +842,8 @@ static ts_status part_blocks(engine *e, part *pt) {
   return TS_OK;
 }
 
-/* Part i of the engine: its leaves, their arrays, beds and state, on the CPU. */
-static ts_status part_create(engine *e, int i, const swe_inputs *in) {
+/* Part i of the engine: its leaves and their arrays (zero) on the CPU. */
+static ts_status part_alloc(engine *e, int i) {
   const ts_swe_params *p = &e->p;
   part *pt = &e->parts[i];
   pt->M = e->M, pt->W = e->W, pt->P = e->P, pt->levels = e->q.levels, pt->threads = e->threads;
@@ -842,7 +856,7 @@ static ts_status part_create(engine *e, int i, const swe_inputs *in) {
                          .W = e->W,
                          .P = (int)e->P,
                          .origin = G + G * e->W,
-                         .dx0 = in->bed->cellsize,
+                         .dx0 = e->dx0,
                          .gravity = p->gravity,
                          .theta = p->theta,
                          .dry_depth = p->dry_depth,
@@ -861,7 +875,7 @@ static ts_status part_create(engine *e, int i, const swe_inputs *in) {
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     failed |= !(*maps[k] = calloc(leaf_cells, sizeof(double)));
   failed |= !(pt->v.active = calloc(cells, 1));
-  if (in->friction) /* a coefficient per cell: the mean over its bed cells */
+  if (e->friction) /* a coefficient per cell: the mean over its bed cells */
     failed |= !(pt->v.friction = calloc(cells, sizeof(ts_real)));
   if (e->sources)
     failed |= !(pt->v.lost = calloc(leaf_cells, sizeof(double)));
@@ -872,9 +886,19 @@ static ts_status part_create(engine *e, int i, const swe_inputs *in) {
   if (p->losses.rate_grid)
     failed |= !(pt->v.loss_rate = calloc(leaf_cells, sizeof(ts_real)));
   failed |= !(pt->computed = calloc(nb, 1)) || !(pt->list = malloc(sizeof(int) * nb)) ||
-            !(pt->dropped = malloc(sizeof(int) * nb)) || !(pt->wet = malloc(nb));
+            !(pt->dropped = malloc(sizeof(int) * nb)) || !(pt->on = malloc(nb)) ||
+            !(pt->wet = malloc(nb));
   if (failed)
     return ts_error(TS_ERR_NOMEM, "swe: out of memory for %zu quadtree blocks", nb);
+  return TS_OK;
+}
+
+/* Part i of the engine: its leaves, their arrays, beds and state, on the CPU. */
+static ts_status part_create(engine *e, int i, const swe_inputs *in) {
+  const ts_swe_params *p = &e->p;
+  part *pt = &e->parts[i];
+  TS_CALL(part_alloc(e, i));
+  size_t leaf_cells = (size_t)pt->nblocks * e->M * e->M;
   for (size_t c = 0; c < leaf_cells; c++)
     pt->v.arrival[c] = pt->v.max_eta[c] = NAN;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
@@ -956,6 +980,167 @@ static ts_status build_exchange(engine *e, int on_device) {
   return st;
 }
 
+/* This rank's parts onto their CUDA devices (*on_device: they run there), if they have some. */
+static ts_status parts_to_devices(engine *e, int *on_device) {
+  *on_device = e->mine[1] > e->mine[0] && e->devices[0] >= 0;
+#if TESSERA_HAVE_CUDA
+  for (int i = e->mine[0]; i < e->mine[1] && *on_device; i++) {
+    part *pt = &e->parts[i];
+    TS_CALL(
+        SWE_BUQ_GPU.attach(&pt->x, &pt->v, pt->nblocks, e->q.levels, e->devices[i - e->mine[0]]));
+    pt->ops = &SWE_BUQ_GPU;
+  }
+#endif
+  return TS_OK;
+}
+
+/* ---------------------------------------------------------------- balance
+ *
+ * In one process the leaves move between the parts as the water moves: every `interval` steps
+ * the cost of each leaf (1 in the step, DRY_COST out of it: its early-exit test) cuts the
+ * Morton order anew, and where the largest part's cost exceeds the mean by more than
+ * IMBALANCE_TO_MOVE, and the seconds the next interval saves (a step takes as long as its
+ * largest part) beat those the last move took, the parts are rebuilt on the new cuts, each
+ * leaf's arrays taken from its old owner. The state does not change, nor do the steps after. */
+#define DRY_COST (1.0 / 32)
+#define IMBALANCE_TO_MOVE 1.1
+enum { BALANCE_INTERVAL = 200 }; /* steps between looks when rebalance_interval is auto */
+
+static void leaf_costs(const engine *e, double *cost) {
+  for (int i = 0; i < e->nparts; i++) {
+    const part *pt = &e->parts[i];
+    for (int l = 0; l < pt->owned; l++)
+      cost[pt->global[l]] = pt->computed[l] ? 1.0 : DRY_COST;
+  }
+}
+
+/* The largest part's cost over the mean under the cuts `first`. */
+static double imbalance_of(const engine *e, const double *cost, const int *first) {
+  double most = 0, total = 0;
+  for (int i = 0; i < e->nparts; i++) {
+    double c = 0;
+    for (int k = first[i]; k < first[i + 1]; k++)
+      c += cost[k];
+    most = fmax(most, c), total += c;
+  }
+  return total > 0 ? most / (total / e->nparts) : 1;
+}
+
+/* Leaf l of part `to` takes every array of leaf s of part `from`: its window and its maps. */
+static void copy_leaf(part *to, int l, part *from, int s) {
+  size_t P = (size_t)to->P, MM = (size_t)to->M * to->M;
+  ts_real **dst[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&to->v);
+  ts_real **src[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&from->v);
+  for (int a = 0; a < SWE_BUQ_NARRAYS; a++)
+    memcpy(*dst[a] + l * P, *src[a] + s * P, sizeof(ts_real) * P);
+  memcpy(to->v.active + l * P, from->v.active + s * P, P);
+  if (to->v.friction)
+    memcpy(to->v.friction + l * P, from->v.friction + s * P, sizeof(ts_real) * P);
+  double **dmaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&to->v);
+  double **smaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&from->v);
+  for (int m = 0; m < SWE_BUQ_NMAPS; m++)
+    memcpy(*dmaps[m] + l * MM, *smaps[m] + s * MM, sizeof(double) * MM);
+  ts_real *per_cell[3][2] = {{to->v.rain, from->v.rain},
+                             {to->v.loss_initial, from->v.loss_initial},
+                             {to->v.loss_rate, from->v.loss_rate}};
+  for (int a = 0; a < 3; a++)
+    if (per_cell[a][0])
+      memcpy(per_cell[a][0] + l * MM, per_cell[a][1] + s * MM, sizeof(ts_real) * MM);
+  if (to->v.lost)
+    memcpy(to->v.lost + l * MM, from->v.lost + s * MM, sizeof(double) * MM);
+}
+
+/* The parts rebuilt on the cuts `first` (one process), their leaves' arrays from the old parts,
+ * then put on their devices with the exchange between them. */
+static ts_status repartition(engine *e, const int *first) {
+  double started = omp_get_wtime();
+  to_host(e);
+  int np = e->nparts, M = e->M;
+  part *old = e->parts;
+  int *old_first = e->first, *old_slot = e->slot;
+  e->parts = calloc((size_t)np, sizeof *e->parts);
+  e->first = malloc(sizeof(int) * (size_t)(np + 1));
+  e->slot = NULL;
+  ts_halo_plan_destroy(e->plan);
+  e->plan = NULL;
+  free(e->fields);
+  e->fields = NULL;
+  ts_status st = e->parts && e->first ? TS_OK : ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  if (st == TS_OK)
+    memcpy(e->first, first, sizeof(int) * (size_t)(np + 1));
+  for (int i = 0; i < np && st == TS_OK; i++)
+    st = part_holds(e, &e->parts[i], i);
+  if (st == TS_OK)
+    st = leaf_order(e);
+  for (int i = 0; i < np && st == TS_OK; i++)
+    st = part_alloc(e, i);
+  for (int i = 0; i < np && st == TS_OK; i++) {
+    part *pt = &e->parts[i];
+    pt->v.rain_rate = old[0].v.rain_rate;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads)
+    for (int l = 0; l < pt->nblocks; l++) {
+      int k = pt->global[l], o = part_of(old_first, np, k);
+      copy_leaf(pt, l, &old[o], old_slot[k]);
+    }
+    for (int l = 0; l < pt->owned; l++)
+      e->moved_cells += part_of(old_first, np, pt->global[l]) != i ? (int64_t)M * M : 0;
+  }
+  for (int i = 0; i < np; i++)
+    part_destroy(&old[i]);
+  free(old), free(old_first), free(old_slot);
+  int on_device = 0;
+  if (st == TS_OK)
+    st = parts_to_devices(e, &on_device);
+  if (st == TS_OK) {
+    state_changed(e);
+    st = build_exchange(e, on_device);
+  }
+  e->rebalances++;
+  e->move_s += omp_get_wtime() - started;
+  return st;
+}
+
+/* After each step of step_s seconds: every `interval` steps a look at the balance, and a move
+ * of the leaves when it pays. */
+static ts_status look_at_balance(engine *e, double step_s) {
+  if (!e->looking)
+    return TS_OK;
+  e->span_s += step_s;
+  if (++e->since < e->interval)
+    return TS_OK;
+  int np = e->nparts;
+  double *cost = malloc(sizeof(double) * (size_t)e->q.nblocks);
+  int *first = malloc(sizeof(int) * (size_t)(np + 1));
+  ts_status st = cost && first ? TS_OK : ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  if (st == TS_OK) {
+    leaf_costs(e, cost);
+    st = ts_buq_partition(&e->q, cost, np, first);
+  }
+  if (st == TS_OK) {
+    double before = imbalance_of(e, cost, e->first), after = imbalance_of(e, cost, first);
+    if (e->imbalance_first == 0)
+      e->imbalance_first = before;
+    e->imbalance_last = before;
+    double gain = e->span_s * (1 - after / before);
+    double last_move = e->rebalances > 0 ? e->move_s / e->rebalances : 0;
+    if (before > IMBALANCE_TO_MOVE && gain > last_move) {
+      st = repartition(e, first);
+      e->imbalance_last = after;
+    }
+  }
+  free(cost);
+  free(first);
+  e->since = 0, e->span_s = 0;
+  e->looking = e->balance == TS_BALANCE_DYNAMIC;
+  return st;
+}
+
+static void engine_balance(const void *ev, ts_swe_balance *out) {
+  const engine *e = ev;
+  *out = (ts_swe_balance){e->balance, e->rebalances,      e->moved_cells,
+                          e->move_s,  e->imbalance_first, e->imbalance_last};
+}
+
 static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inputs *in,
                                const ts_raster *surface, int threads, const ts_comm *comm,
                                int parts, const int *part_rank, const int *part_device) {
@@ -972,6 +1157,7 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
   e->p = *p;
   e->threads = threads;
   e->sources = swe_has_sources(p);
+  e->friction = in->friction != NULL;
   e->comm = comm;
   e->rank = ts_comm_rank(comm);
   e->dx0 = bed->cellsize;
@@ -983,6 +1169,19 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
   free(valid);
   free(target);
   e->nparts = parts;
+  int one_process = ts_comm_size(comm) == 1;
+  e->balance = p->parallel.balance == TS_BALANCE_AUTO
+                   ? (one_process ? TS_BALANCE_DYNAMIC : TS_BALANCE_OFF)
+                   : p->parallel.balance;
+  if (parts == 1)
+    e->balance = TS_BALANCE_OFF;
+  if (st == TS_OK && e->balance != TS_BALANCE_OFF && !one_process)
+    st = ts_error(TS_ERR_INPUT, "swe: balance on a quadtree grid moves leaves between the "
+                                "partitions of one process: run one (it drives several GPUs) "
+                                "or set balance = off");
+  e->looking = e->balance != TS_BALANCE_OFF;
+  e->interval =
+      p->parallel.rebalance_interval > 0 ? p->parallel.rebalance_interval : BALANCE_INTERVAL;
   if (st == TS_OK && e->nparts > e->q.nblocks)
     st = ts_error(TS_ERR_INPUT, "swe: %d partitions of a quadtree grid of %d blocks", e->nparts,
                   e->q.nblocks);
@@ -1017,18 +1216,9 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
     st = leaf_order(e);
   for (int i = e->mine[0]; i < e->mine[1] && st == TS_OK; i++)
     st = part_create(e, i, in);
-  int on_device = st == TS_OK && e->mine[1] > e->mine[0] && e->devices[0] >= 0;
-#if TESSERA_HAVE_CUDA
-  for (int i = e->mine[0]; i < e->mine[1] && st == TS_OK && on_device; i++) {
-    part *pt = &e->parts[i];
-    st = SWE_BUQ_GPU.attach(&pt->x, &pt->v, pt->nblocks, e->q.levels, e->devices[i - e->mine[0]]);
-    if (st != TS_OK) {
-      pt->x = pt;
-      break;
-    }
-    pt->ops = &SWE_BUQ_GPU;
-  }
-#endif
+  int on_device = 0;
+  if (st == TS_OK)
+    st = parts_to_devices(e, &on_device);
   st = ts_comm_agree(comm, st);
   if (st == TS_OK && e->nparts > 1)
     st = build_exchange(e, on_device);
@@ -1458,9 +1648,9 @@ static void engine_load(void *ev, const void *blob) {
   state_changed(e);
 }
 
-const swe_buq_ops SWE_BUQ_OPS = {engine_create,      engine_destroy,       engine_set_surface,
-                                 engine_step,        engine_set_rain,      engine_losses,
-                                 engine_value,       engine_probe,         engine_leaf_cells,
-                                 engine_leaf_values, engine_get,           engine_volume,
-                                 engine_wet_cells,   engine_active_blocks, engine_stats,
-                                 engine_state_bytes, engine_save,          engine_load};
+const swe_buq_ops SWE_BUQ_OPS = {
+    engine_create,     engine_destroy,       engine_set_surface, engine_step,
+    engine_set_rain,   engine_losses,        engine_value,       engine_probe,
+    engine_leaf_cells, engine_leaf_values,   engine_get,         engine_volume,
+    engine_wet_cells,  engine_active_blocks, engine_stats,       engine_state_bytes,
+    engine_save,       engine_load,          engine_balance};

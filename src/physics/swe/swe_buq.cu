@@ -53,8 +53,9 @@ typedef struct gpu_state {
   ts_buq_block *host_blocks;
   int *level_of;             /* host: each leaf's level */
   int *by_level, *host_list; /* host: lists being built */
-  unsigned char *wet;
-  swe_bits *amax; /* 2 per level: x, y */
+  unsigned char *wet, *on;   /* device: per leaf, holds water, in the step */
+  int chosen;                /* choose has given the leaves once */
+  swe_bits *amax;            /* 2 per level: x, y */
   int *bad;
   char *probe; /* read_cells: the cells, then their values (device), grown as needed */
   size_t probe_bytes;
@@ -71,6 +72,17 @@ static __global__ void k_wet(swe_buq_view v, int nblocks, unsigned char *wet) {
   any = __syncthreads_or(any);
   if (threadIdx.x == 0 && k < nblocks)
     wet[k] = (unsigned char)any;
+}
+
+/* The leaves of the step (buq_leaf_on) into `on`; *changed set where one differs from before. */
+static __global__ void k_choose(swe_buq_view v, int nblocks, const unsigned char *wet,
+                                unsigned char *on, int *changed) {
+  int k = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= nblocks)
+    return;
+  unsigned char now = (unsigned char)buq_leaf_on(v.blocks, wet, k);
+  if (now != on[k])
+    *changed = 1, on[k] = now;
 }
 
 /* Dropped leaves: zero fluxes and limiters 1 (their neighbours read them). */
@@ -561,6 +573,7 @@ static void gpu_release(void *x) {
   cudaFree(g->in_plain);
   cudaFree(g->dropped);
   cudaFree(g->wet);
+  cudaFree(g->on);
   cudaFree(g->amax);
   cudaFree(g->bad);
   cudaFree(g->probe);
@@ -620,8 +633,11 @@ static void copy_arrays(gpu_state *g, swe_buq_view *h, int up) {
           "friction");
 }
 
+/* (The host then lists every leaf: the next choose reads the leaves of the step back.) */
 static void gpu_upload(void *x, const void *view) {
-  copy_arrays(on_device(x), (swe_buq_view *)view, 1);
+  gpu_state *g = on_device(x);
+  copy_arrays(g, (swe_buq_view *)view, 1);
+  g->chosen = 0;
 }
 
 static void gpu_download(void *x, void *view) {
@@ -721,8 +737,9 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   failed |= cudaMalloc((void **)&g->in_plain, nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->dropped, sizeof(int) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->wet, nblocks) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->on, nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->amax, sizeof(swe_bits) * 2 * levels) != cudaSuccess;
-  failed |= cudaMalloc((void **)&g->bad, sizeof(int)) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->bad, 2 * sizeof(int)) != cudaSuccess;
   if (failed) {
     cudaGetLastError();
     gpu_release(g);
@@ -731,7 +748,8 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   g->d.blocks = g->blocks;
   check(cudaMemcpy(g->blocks, h->blocks, sizeof(ts_buq_block) * nblocks, cudaMemcpyHostToDevice),
         "quadtree blocks");
-  check(cudaMemset(g->bad, 0, sizeof(int)), "flag");
+  check(cudaMemset(g->bad, 0, 2 * sizeof(int)), "flags");
+  check(cudaMemset(g->on, 0, nb), "leaves of the step");
   check(cudaFuncSetAttribute(k_plain_fluxes<16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)plain_tile<16, 2>::bytes()),
         "shared memory of the plain leaves' sweeps");
@@ -749,10 +767,23 @@ static void gpu_finish(void *x) {
   check(cudaDeviceSynchronize(), "quadtree passes");
 }
 
-static void gpu_wet(void *x, unsigned char *wet) {
+/* The leaves of the step on the device; read back only when they change (and the first time).
+ * The non-finite flag's word carries the change flag too (bad[1]). */
+static int gpu_choose(void *x, int early_exit, unsigned char *on) {
   gpu_state *g = on_device(x);
-  k_wet<<<g->nblocks, THREADS>>>(g->d, g->nblocks, g->wet);
-  check(cudaMemcpy(wet, g->wet, g->nblocks, cudaMemcpyDeviceToHost), "wet leaves");
+  int n = g->nblocks, changed = 0;
+  if (early_exit)
+    k_wet<<<n, THREADS>>>(g->d, n, g->wet);
+  else
+    check(cudaMemsetAsync(g->wet, 1, (size_t)n), "leaves holding water");
+  k_choose<<<grid_of(n), THREADS>>>(g->d, n, g->wet, g->on, g->bad + 1);
+  check(cudaMemcpy(&changed, g->bad + 1, sizeof changed, cudaMemcpyDeviceToHost), "leaves");
+  if (changed || !g->chosen) {
+    check(cudaMemcpy(on, g->on, (size_t)n, cudaMemcpyDeviceToHost), "leaves of the step");
+    check(cudaMemsetAsync(g->bad + 1, 0, sizeof(int)), "leaves");
+  }
+  g->chosen = 1;
+  return changed;
 }
 
 /* Sends the leaves list[0 .. counts[3]) with the passes' ranges, and the ghost range by level
@@ -958,5 +989,5 @@ static void gpu_set_rain(void *x, const void *view) {
 
 extern "C" const swe_buq_passes SWE_BUQ_GPU = {
     gpu_attach, gpu_release,  gpu_upload, gpu_download, gpu_read_cells, gpu_mirror,
-    gpu_wet,    gpu_set_list, gpu_ghosts, gpu_fluxes,   gpu_speeds,     gpu_limit,
+    gpu_choose, gpu_set_list, gpu_ghosts, gpu_fluxes,   gpu_speeds,     gpu_limit,
     gpu_update, gpu_take_bad, gpu_record, gpu_sources,  gpu_set_rain,   gpu_finish};

@@ -61,13 +61,18 @@ typedef struct swe_buq_ops {
   size_t (*state_bytes)(const void *e);
   void (*save)(const void *e, void *blob);
   void (*load)(void *e, const void *blob);
+  /* What the balance did ([parallel] balance: in one process the leaves move between the
+   * partitions as the water moves; the imbalance is that of the leaves' costs). */
+  void (*balance)(const void *e, ts_swe_balance *out);
 } swe_buq_ops;
 
 /* The passes of a step on a part's leaves, on the CPU (swe_buq.c, x: the part) or a CUDA device
  * (swe_buq.cu, x: its mirror of the arrays); view: the part's swe_buq_view (swe_buq_leaf.h) of
  * the precision. attach makes the device's mirror, upload and download copy the state,
  * velocities and maps, read_cells those of a few cells, mirror gives the device's view (the
- * CPU has none of them); wet marks the leaves holding water; set_list gives the leaves of the
+ * CPU has none of them); choose marks the leaves of the step (buq_leaf_on of those holding
+ * water; without early exit all) and returns whether they differ from the last step's (on a
+ * device, `on` is filled only then); set_list gives the leaves of the
  * step and those dropped from it (their fluxes zeroed): update and record take list[0 ..
  * counts[0]), limit (limiters of the cells and their first ghost ring) counts[1], fluxes counts[2]
  * (with `speeds`, keeping the largest wave speeds per level, x and y, which speeds then gives:
@@ -85,7 +90,7 @@ typedef struct swe_buq_passes {
    * velocities and maps into the host's view) */
   void (*read_cells)(void *x, void *view, int n, const int64_t *cells);
   const void *(*mirror)(const void *x);
-  void (*wet)(void *x, unsigned char *wet);
+  int (*choose)(void *x, int early_exit, unsigned char *on);
   void (*set_list)(void *x, const int *list, const int counts[4], const int *dropped, int ndropped);
   void (*ghosts)(void *x);
   void (*fluxes)(void *x, int speeds);

@@ -472,6 +472,19 @@ TS_HD static inline void buq_source_cell(const swe_buq_view *e, int k, int i, in
   swe_cell_velocity(&a, &kc, c);
 }
 
+/* Whether leaf k takes part in a step with early exit: it holds water (wet[k]) or touches a leaf
+ * that does, as water moves less than a cell per stage. */
+TS_HD static inline int buq_leaf_on(const ts_buq_block *blocks, const unsigned char *wet, int k) {
+  const ts_buq_block *b = &blocks[k];
+  int on = wet[k];
+  for (int s = 0; s < 4; s++)
+    for (int q = 0; q < 2; q++)
+      on |= b->side[s][q] >= 0 && wet[b->side[s][q]];
+  for (int c = 0; c < 4; c++)
+    on |= b->corner[c] >= 0 && wet[b->corner[c]];
+  return on;
+}
+
 /* Whether cell (i, j) of leaf k holds water. */
 TS_HD static inline int buq_wet_cell(const swe_buq_view *e, int k, int i, int j) {
   swe_idx c = buq_cell(e, k, i, j);

@@ -319,11 +319,10 @@ static ts_status read_grid_section(swe_case *k) {
         return ts_config_error(k->cfg, "grid", buq_keys[q], "needs type = buq");
     return TS_OK;
   }
-  /* the quadtree cuts its blocks along the Morton curve in equal counts: the uniform grid's
-   * ways of splitting and balancing do not apply */
-  static const char *const uniform_keys[] = {"decomposition",      "weights",         "balance",
-                                             "rebalance_interval", "ghost_expansion", "overlap",
-                                             "gpu_kernels"};
+  /* the quadtree cuts its blocks along the Morton curve by their cost: the uniform grid's ways
+   * of splitting do not apply */
+  static const char *const uniform_keys[] = {"decomposition", "weights", "ghost_expansion",
+                                             "overlap", "gpu_kernels"};
   for (size_t q = 0; q < sizeof uniform_keys / sizeof uniform_keys[0]; q++)
     if (ts_config_has(k->cfg, "parallel", uniform_keys[q]))
       return ts_config_error(k->cfg, "parallel", uniform_keys[q], "needs [grid] type = uniform");
@@ -673,6 +672,11 @@ static ts_status read_parallel(swe_case *k) {
     par->rebalance_interval = (int)n;
   }
   int moves = par->balance == TS_BALANCE_STATIC || par->balance == TS_BALANCE_DYNAMIC;
+  if (moves && k->params.grid.type == TS_GRID_BUQ && ts_comm_size(k->comm) > 1)
+    return ts_config_error(k->cfg, "parallel", "balance",
+                           "%s balance on a quadtree grid moves leaves between the partitions of "
+                           "one process: run one process (it drives several GPUs) or set off",
+                           balances[balance]);
   if (moves && par->decomposition == TS_DECOMP_TILES)
     return ts_config_error(k->cfg, "parallel", "balance",
                            "%s balance moves the boundaries of bands: use decomposition rows or "
