@@ -260,7 +260,8 @@ fi
 # in 1 partition and in 4 on GPU 0), weak (8192^2 per GPU, one level) and strong (8192^2, one
 # level and three) over every GPU in one process; the circular dam break at 4096^2 (0.49 m),
 # refined where the water is on 3 levels (1.45 M cells) and on 2 (6.3 M: the study's strong
-# case), 10 s on GPU 0, on every GPU in one process and on one rank per GPU. buq-ranks: the tests named
+# case), 10 s on GPU 0, on every GPU in one process (balance auto, then off) and on one rank per
+# GPU. buq-ranks: the tests named
 # by CTEST_REGEX (default: buq) and the circular dam break on GPU 0 and on the ranks only.
 if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
   (cd "$build" && ctest -L gpu -R "${only:-buq}" --output-on-failure -j1) 2>&1 |
@@ -289,7 +290,8 @@ if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
     cases=("buq3|--set grid.levels=3 --set grid.refine_water=16"
       "buq2_6m|--set grid.levels=2 --set grid.refine_water=660")
     runs=("gpu0|1|--set parallel.devices=0")
-    [ "$what" = buq-gpus ] && runs+=("gpus|1|--set parallel.devices=$devs")
+    [ "$what" = buq-gpus ] && runs+=("gpus|1|--set parallel.devices=$devs"
+      "gpus_unbalanced|1|--set parallel.devices=$devs --set parallel.balance=off")
     [ "$gpus" -ge 2 ] && runs+=("ranks|$gpus|--set parallel.devices=$devs")
     for case in "${cases[@]}"; do
       IFS='|' read -r grid rules <<<"$case"
@@ -299,7 +301,8 @@ if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
         # shellcheck disable=SC2086
         mpirun --oversubscribe -np "$np" "$T" run $c/circular_dambreak.ini "${common[@]}" $rules \
           $extra --out "$o" 2>&1 | tail -2
-        echo "== circular 4096 $grid $name: $(grep -E '"(wall_s|steps|cells|transport)"' \
+        echo "== circular 4096 $grid $name: $(grep -E \
+          '"(wall_s|steps|cells|transport|rebalances|moved_cells|move_seconds|imbalance_.*)"' \
           "$o/summary.json" | tr -d ' \n')"
         [ "$name" = gpu0 ] || { cmp "$out/circ_${grid}_gpu0/max_h.asc" "$o/max_h.asc" &&
           echo "circular 4096 $grid: max_h.asc on $name the same as on GPU 0"; }
