@@ -234,6 +234,8 @@ if [ "$what" = buq ]; then
     done
     "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq --block 8
     "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq --levels 3
+    "$T" bench swe --backend cuda --size 8192 --steps 40 --precision double
+    "$T" bench swe --backend cuda --size 8192 --steps 40 --precision double --grid buq
     m=$root/examples/malpasset
     d=$m/data
     mal=(--quiet --set parallel.backend=cuda --set parallel.devices=0

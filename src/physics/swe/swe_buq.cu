@@ -470,8 +470,6 @@ static __global__ void __launch_bounds__(M *M)
     swe_drain_cell(&t.a, &kc, c, dt);
   }
   __syncthreads();
-  swe_arrays in_place = buq_leaf_arrays(&v, k), aside = in_place;
-  aside.w = aside.w0, aside.hu = aside.hu0, aside.hv = aside.hv0;
   swe_maps maps = buq_maps(&v, t_now, step_dt);
   int any_bad = 0;
   PLAIN_FOR(n, M * M) {
@@ -479,9 +477,11 @@ static __global__ void __launch_bounds__(M *M)
     if (!t.a.active[cf])
       continue;
     swe_idx c = buq_local(&v, i, j);
-    const swe_arrays *out = plain_band<M>(i, j) ? &aside : &in_place;
-    any_bad |= swe_update_cell(out, &t.a, &kc, c, cf, dt, stage);
-    swe_record_cell(&maps, (swe_idx)k * M * M + n, out->w[c], out->bed[c], out->hu[c], out->hv[c]);
+    swe_arrays out = buq_leaf_arrays(&v, k); /* (by value: a pointer to one of two would put */
+    if (plain_band<M>(i, j))                 /* both on the stack) */
+      out.w = out.w0, out.hu = out.hu0, out.hv = out.hv0;
+    any_bad |= swe_update_cell(&out, &t.a, &kc, c, cf, dt, stage);
+    swe_record_cell(&maps, (swe_idx)k * M * M + n, out.w[c], out.bed[c], out.hu[c], out.hv[c]);
   }
   if (__syncthreads_or(any_bad) && threadIdx.x == 0)
     *bad = 1;
