@@ -55,6 +55,8 @@ typedef struct gpu_state {
   int *by_level, *host_list; /* host: lists being built */
   unsigned char *wet, *on;   /* device: per leaf, holds water, in the step */
   int chosen;                /* choose has given the leaves once */
+  int marked, change_read;   /* take_bad marked the next step's leaves and read their flag */
+  int early_exit;            /* that of the last marking */
   swe_bits *amax;            /* 2 per level: x, y */
   int *bad;
   char *probe; /* read_cells: the cells, then their values (device), grown as needed */
@@ -637,7 +639,7 @@ static void copy_arrays(gpu_state *g, swe_buq_view *h, int up) {
 static void gpu_upload(void *x, const void *view) {
   gpu_state *g = on_device(x);
   copy_arrays(g, (swe_buq_view *)view, 1);
-  g->chosen = 0;
+  g->chosen = g->marked = 0;
 }
 
 static void gpu_download(void *x, void *view) {
@@ -767,19 +769,30 @@ static void gpu_finish(void *x) {
   check(cudaDeviceSynchronize(), "quadtree passes");
 }
 
-/* The leaves of the step on the device; read back only when they change (and the first time).
- * The non-finite flag's word carries the change flag too (bad[1]). */
-static int gpu_choose(void *x, int early_exit, unsigned char *on) {
-  gpu_state *g = on_device(x);
-  int n = g->nblocks, changed = 0;
+/* Marks the leaves of the next step on the device (the flag bad[1] set where they change). */
+static void mark_leaves(gpu_state *g, int early_exit) {
+  int n = g->nblocks;
   if (early_exit)
     k_wet<<<n, THREADS>>>(g->d, n, g->wet);
   else
     check(cudaMemsetAsync(g->wet, 1, (size_t)n), "leaves holding water");
   k_choose<<<grid_of(n), THREADS>>>(g->d, n, g->wet, g->on, g->bad + 1);
-  check(cudaMemcpy(&changed, g->bad + 1, sizeof changed, cudaMemcpyDeviceToHost), "leaves");
+  g->early_exit = early_exit;
+}
+
+/* The leaves of the step on the device; read back only when they change (and the first time).
+ * After a step, take_bad marked them already (with the early exit of the step before) and read
+ * their change flag with the non-finite one: one read-back fewer. */
+static int gpu_choose(void *x, int early_exit, unsigned char *on) {
+  gpu_state *g = on_device(x);
+  int changed = g->change_read;
+  if (!g->marked || g->early_exit != early_exit) {
+    mark_leaves(g, early_exit);
+    check(cudaMemcpy(&changed, g->bad + 1, sizeof changed, cudaMemcpyDeviceToHost), "leaves");
+  }
+  g->marked = 0;
   if (changed || !g->chosen) {
-    check(cudaMemcpy(on, g->on, (size_t)n, cudaMemcpyDeviceToHost), "leaves of the step");
+    check(cudaMemcpy(on, g->on, (size_t)g->nblocks, cudaMemcpyDeviceToHost), "leaves of the step");
     check(cudaMemsetAsync(g->bad + 1, 0, sizeof(int)), "leaves");
   }
   g->chosen = 1;
@@ -953,13 +966,18 @@ static void gpu_update(void *x, double dt, int stage, double t_after) {
   g->stage = stage + 1 < g->d.rk_order ? stage + 1 : 0;
 }
 
+/* The non-finite flag, read with the change flag of the next step's leaves, marked first (the
+ * step's sources ran: the leaves' water is that of the next step). */
 static int gpu_take_bad(void *x) {
   gpu_state *g = on_device(x);
-  int bad = 0;
-  check(cudaMemcpy(&bad, g->bad, sizeof bad, cudaMemcpyDeviceToHost), "non-finite flag");
-  if (bad)
+  int flags[2] = {0, 0};
+  if (g->chosen)
+    mark_leaves(g, g->early_exit);
+  check(cudaMemcpy(flags, g->bad, sizeof flags, cudaMemcpyDeviceToHost), "non-finite flag");
+  g->marked = g->chosen, g->change_read = flags[1];
+  if (flags[0])
     check(cudaMemset(g->bad, 0, sizeof(int)), "non-finite flag");
-  return bad;
+  return flags[0];
 }
 
 /* The maps of the updated leaves (but the plain ones where their stage recorded them). */
