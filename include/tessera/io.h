@@ -76,6 +76,20 @@ typedef struct ts_out_squares {
 ts_status ts_vtu_write_squares(const char *path, const ts_out_squares *sq, double time, int nvars,
                                const ts_out_var *vars);
 
+/* NetCDF-4 classic file following CF-1.8 of a quadtree grid's leaf cells, level by level, on
+ * geom's grid of ncols x nrows finest cells (its CRS as in ts_netcdf_write; sq->x0, y0 and dx
+ * are not read, sq->level is needed): global attributes time (s), levels and block (cells along a
+ * block's side); for each level l (0 the finest, cells 2^l finest cells wide) dimensions and
+ * coordinate variables y_l and x_l (ceil(nrows / 2^l) and ceil(ncols / 2^l) cell centres, m, y
+ * northwards) and one double variable NAME_l (y_l, x_l) per ts_out_var, holding each leaf cell of
+ * level l at its place (values indexed like sq's cells); _FillValue NaN where no leaf of that level
+ * lies (and for NaN values: inactive cells). Leaves past the grid's edge (a block's padding) are
+ * left out; a leaf whose width is not 2^level, or not aligned to it, or whose level is not below
+ * `levels` is an error (TS_ERR_INPUT). */
+ts_status ts_netcdf_write_levels(const char *path, const ts_raster *geom, int levels, int block,
+                                 double time, const ts_out_squares *sq, int nvars,
+                                 const ts_out_var *vars);
+
 /* PNG map of water depth over hill-shaded terrain: bed and depth as for ts_out_var (NaN bed =
  * inactive, drawn grey), depths below `dry_depth` transparent over the terrain, a colour bar
  * from 0 to depth_max (m) with labels, and `title` (e.g. "t = 600 s") printed on the image. */

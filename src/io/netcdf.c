@@ -1,11 +1,14 @@
 /* NetCDF-4 (classic model) output following CF-1.8: one time step of cell-centred fields on a
  * regular 2D or 3D grid, with x/y[/z]/time coordinate variables and, when the CRS is known, the
- * grid mapping variable `crs` that holds its WKT; readable by QGIS, xarray, ParaView and ncview. */
+ * grid mapping variable `crs` that holds its WKT; readable by QGIS, xarray, ParaView and ncview.
+ * Also a quadtree grid's leaf cells as one such 2D grid per level. */
+#include "tessera/buq.h"
 #include "tessera/io.h"
 
 #include <errno.h>
 #include <math.h>
 #include <netcdf.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +28,19 @@
 
 static int put_text(int ncid, int varid, const char *name, const char *text) {
   return nc_put_att_text(ncid, varid, name, strlen(text), text);
+}
+
+/* Closes the file being written at tmp_path (ncid; -1: not open) and moves it to path when all
+ * went well (status), else removes it. Returns the status. */
+static ts_status finish_file(int ncid, const char *tmp_path, const char *path, ts_status status) {
+  int closed = ncid >= 0 ? nc_close(ncid) : NC_NOERR;
+  if (status == TS_OK && closed != NC_NOERR)
+    status = ts_error(TS_ERR_IO, "%s: cannot write NetCDF: %s", path, nc_strerror(closed));
+  if (status == TS_OK && rename(tmp_path, path) != 0)
+    status = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+  if (status != TS_OK)
+    remove(tmp_path);
+  return status;
 }
 
 ts_status ts_netcdf_write_grid(const char *path, const ts_grid *grid, const char *crs,
@@ -105,17 +121,9 @@ ts_status ts_netcdf_write_grid(const char *path, const ts_grid *grid, const char
       values[c] = isfinite(vars[k].v[c]) ? (float)vars[k].v[c] : fill;
     NC_CHECK(nc_put_var_float(ncid, var_ids[k], values));
   }
-  int closing = ncid;
-  ncid = -1;
-  NC_CHECK(nc_close(closing));
-  if (rename(tmp_path, path) != 0)
-    status = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
 
 cleanup:
-  if (ncid >= 0)
-    nc_close(ncid);
-  if (status != TS_OK)
-    remove(tmp_path);
+  status = finish_file(ncid, tmp_path, path, status);
   free(coordinate);
   free(values);
   free(var_ids);
@@ -127,6 +135,124 @@ ts_status ts_netcdf_write(const char *path, const ts_raster *geom, double time, 
   ts_grid grid = ts_grid_2d(geom->ncols, geom->nrows, geom->cellsize, geom->xll, geom->yll);
   return ts_netcdf_write_grid(path, &grid, geom->crs, "Tessera shallow-water output", time, nvars,
                               vars);
+}
+
+/* The coordinate variable `name` on dimension `dim`: cell centres (m) along x (x = 1) or y. */
+static int def_axis(int ncid, const char *name, int dim, int x, int *var) {
+  const char *attributes[4][2] = {
+      {"units", "m"},
+      {"standard_name", x ? "projection_x_coordinate" : "projection_y_coordinate"},
+      {"long_name", x ? "x coordinate of cell centre" : "y coordinate of cell centre"},
+      {"axis", x ? "X" : "Y"}};
+  int result = nc_def_var(ncid, name, NC_DOUBLE, 1, &dim, var);
+  for (int a = 0; a < 4 && result == NC_NOERR; a++)
+    result = put_text(ncid, *var, attributes[a][0], attributes[a][1]);
+  return result;
+}
+
+ts_status ts_netcdf_write_levels(const char *path, const ts_raster *geom, int levels, int block,
+                                 double time, const ts_out_squares *sq, int nvars,
+                                 const ts_out_var *vars) {
+  ts_status status = TS_OK;
+  char tmp_path[4096], name[NC_MAX_NAME + 1];
+  int ncid = -1, dims[TS_BUQ_MAX_LEVELS][2], var_x[TS_BUQ_MAX_LEVELS], var_y[TS_BUQ_MAX_LEVELS];
+  int var_crs, *var_ids = NULL;
+  size_t nx[TS_BUQ_MAX_LEVELS], ny[TS_BUQ_MAX_LEVELS], first[TS_BUQ_MAX_LEVELS + 1] = {0};
+  size_t *place = NULL; /* each leaf's index in `values` (SIZE_MAX: outside the grid) */
+  double *values = NULL, *coordinate = NULL;
+  if (levels < 1 || levels > TS_BUQ_MAX_LEVELS)
+    return ts_error(TS_ERR_INPUT, "%s: %d levels: must be 1 to %d", path, levels,
+                    TS_BUQ_MAX_LEVELS);
+  if (snprintf(tmp_path, sizeof tmp_path, "%s.tmp", path) >= (int)sizeof tmp_path)
+    return ts_error(TS_ERR_IO, "%s: path too long", path);
+  /* level l's cells, 2^l bed cells wide, one after another in `values` */
+  for (int l = 0; l < levels; l++) {
+    nx[l] = ((size_t)geom->ncols + ((size_t)1 << l) - 1) >> l;
+    ny[l] = ((size_t)geom->nrows + ((size_t)1 << l) - 1) >> l;
+    first[l + 1] = first[l] + nx[l] * ny[l];
+  }
+  place = malloc(((size_t)sq->n + 1) * sizeof *place);
+  values = malloc(first[levels] * sizeof *values);
+  coordinate = malloc((nx[0] > ny[0] ? nx[0] : ny[0]) * sizeof *coordinate);
+  var_ids = malloc((size_t)(nvars > 0 ? nvars : 1) * levels * sizeof *var_ids);
+  if (!place || !values || !coordinate || !var_ids) {
+    status = ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+    goto cleanup;
+  }
+  for (int64_t c = 0; c < sq->n; c++) {
+    int l = sq->level[c], i0 = sq->i0[c], j0 = sq->j0[c];
+    if (l < 0 || l >= levels || sq->width[c] != 1 << l || i0 < 0 || j0 < 0 ||
+        i0 % sq->width[c] != 0 || j0 % sq->width[c] != 0) {
+      status = ts_error(TS_ERR_INPUT,
+                        "%s: leaf cell %lld (at %d, %d, %d wide, level %d) is not a cell of "
+                        "level 0 to %d",
+                        path, (long long)c, i0, j0, sq->width[c], l, levels - 1);
+      goto cleanup;
+    }
+    size_t i = (size_t)i0 >> l, j = (size_t)j0 >> l;
+    place[c] = i < nx[l] && j < ny[l] ? first[l] + i + j * nx[l] : SIZE_MAX; /* a block's padding */
+  }
+
+  NC_CHECK(nc_create(tmp_path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, &ncid));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8"));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "title", "Tessera quadtree cells"));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "source", "tessera"));
+  NC_CHECK(nc_put_att_double(ncid, NC_GLOBAL, "time", NC_DOUBLE, 1, &time));
+  NC_CHECK(nc_put_att_int(ncid, NC_GLOBAL, "levels", NC_INT, 1, &levels));
+  NC_CHECK(nc_put_att_int(ncid, NC_GLOBAL, "block", NC_INT, 1, &block));
+  if (geom->crs) { /* CF-1.8 grid mapping with the WKT, as in ts_netcdf_write_grid */
+    NC_CHECK(nc_def_var(ncid, "crs", NC_INT, 0, NULL, &var_crs));
+    NC_CHECK(put_text(ncid, var_crs, "crs_wkt", geom->crs));
+    NC_CHECK(put_text(ncid, var_crs, "spatial_ref", geom->crs));
+  }
+  double fill = NAN;
+  for (int l = 0; l < levels; l++) {
+    snprintf(name, sizeof name, "y_%d", l);
+    NC_CHECK(nc_def_dim(ncid, name, ny[l], &dims[l][0]));
+    NC_CHECK(def_axis(ncid, name, dims[l][0], 0, &var_y[l]));
+    snprintf(name, sizeof name, "x_%d", l);
+    NC_CHECK(nc_def_dim(ncid, name, nx[l], &dims[l][1]));
+    NC_CHECK(def_axis(ncid, name, dims[l][1], 1, &var_x[l]));
+    for (int k = 0; k < nvars; k++) {
+      int *var = &var_ids[k * levels + l];
+      snprintf(name, sizeof name, "%s_%d", vars[k].name, l);
+      NC_CHECK(nc_def_var(ncid, name, NC_DOUBLE, 2, dims[l], var));
+      NC_CHECK(nc_def_var_deflate(ncid, *var, 1, 1, 1));
+      NC_CHECK(put_text(ncid, *var, "units", vars[k].units));
+      NC_CHECK(put_text(ncid, *var, "long_name", vars[k].long_name));
+      NC_CHECK(nc_put_att_double(ncid, *var, "_FillValue", NC_DOUBLE, 1, &fill));
+      if (geom->crs)
+        NC_CHECK(put_text(ncid, *var, "grid_mapping", "crs"));
+    }
+  }
+  NC_CHECK(nc_enddef(ncid));
+
+  for (int l = 0; l < levels; l++) {
+    double step = ldexp(geom->cellsize, l);
+    for (size_t i = 0; i < nx[l]; i++)
+      coordinate[i] = geom->xll + ((double)i + 0.5) * step;
+    NC_CHECK(nc_put_var_double(ncid, var_x[l], coordinate));
+    for (size_t j = 0; j < ny[l]; j++)
+      coordinate[j] = geom->yll + ((double)j + 0.5) * step;
+    NC_CHECK(nc_put_var_double(ncid, var_y[l], coordinate));
+  }
+  for (int k = 0; k < nvars; k++) {
+    for (size_t c = 0; c < first[levels]; c++)
+      values[c] = fill;
+    for (int64_t c = 0; c < sq->n; c++)
+      if (place[c] != SIZE_MAX)
+        values[place[c]] = vars[k].v[c];
+    for (int l = 0; l < levels; l++)
+      NC_CHECK(nc_put_var_double(ncid, var_ids[k * levels + l], values + first[l]));
+  }
+
+cleanup:
+  status = finish_file(ncid, tmp_path, path, status);
+  free(place);
+  free(values);
+  free(coordinate);
+  free(var_ids);
+  return status;
 }
 
 ts_status ts_netcdf_read_grid(const char *path, const char *name, const int n[3], double *out) {

@@ -888,19 +888,21 @@ static void to_nodata(const swe_case *k, double *v) {
 
 typedef struct snapshot_files {
   double time;
-  char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], vtu[64], png[64];
+  char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], vtu[64], netcdf_blocks[64], png[64];
   char h_tif[64], hu_tif[64], hv_tif[64], eta_tif[64];
   char lines[SWE_MAX_LINES][64];
 } snapshot_files;
 
-/* The quadtree's own cells at time t (the leaf cells at their sizes, with their level), in VTK
- * UnstructuredGrid: h, hu, hv, eta and bed as the scheme holds them. Every rank calls it (the
- * leaves' values come whole to rank 0), rank 0 writes. */
-static ts_status write_leaf_cells(const swe_case *k, const ts_swe *s, const char *path, double t) {
+/* The quadtree's own cells at time t (the leaf cells at their sizes, with their level): in VTK
+ * UnstructuredGrid (files->vtu) with h, hu, hv, eta and bed as the scheme holds them, and in
+ * NetCDF per level (files->netcdf_blocks) with h, hu, hv and eta; an empty name writes no file.
+ * Every rank calls it (the leaves' values come whole to rank 0), rank 0 writes. */
+static ts_status write_leaf_cells(const swe_case *k, const ts_swe *s, const snapshot_files *files,
+                                  double t) {
   int64_t n = ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL);
   int *geometry = malloc(sizeof(int) * 4 * (size_t)n);
   double *values = malloc(sizeof(double) * 5 * (size_t)n);
-  ts_status st = geometry && values ? TS_OK : ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+  ts_status st = geometry && values ? TS_OK : ts_error(TS_ERR_NOMEM, "leaf cells: out of memory");
   ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
   const char *names[5][3] = {{"h", "water depth", "m"},
                              {"hu", "unit discharge along x", "m2 s-1"},
@@ -916,7 +918,17 @@ static ts_status write_leaf_cells(const swe_case *k, const ts_swe *s, const char
     ts_swe_leaf_cells(s, geometry, geometry + n, geometry + 2 * n, geometry + 3 * n);
     ts_out_squares sq = {n,        k->bed.xll,   k->bed.yll,       k->bed.cellsize,
                          geometry, geometry + n, geometry + 2 * n, geometry + 3 * n};
-    st = ts_vtu_write_squares(path, &sq, t, 5, out);
+    ts_swe_grid_stats grid;
+    ts_swe_grid_info(s, &grid);
+    char path[4096];
+    if (files->vtu[0]) {
+      snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtu);
+      st = ts_vtu_write_squares(path, &sq, t, 5, out);
+    }
+    if (st == TS_OK && files->netcdf_blocks[0]) {
+      snprintf(path, sizeof path, "%s/%s", k->out_dir, files->netcdf_blocks);
+      st = ts_netcdf_write_levels(path, &k->bed, grid.levels, grid.block, t, &sq, 4, out);
+    }
   }
   free(geometry);
   free(values);
@@ -967,11 +979,13 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
   ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
   for (int v = 0; v < 5; v++)
     TS_CALL(ts_swe_get(s, vars[v], work[v]));
-  if (k->formats[FMT_VTK] && ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL) > 0) {
-    char path[4096];
-    snprintf(files->vtu, sizeof files->vtu, "swe_blocks_%s.vtu", tag);
-    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtu);
-    TS_CALL(ts_comm_agree(k->comm, write_leaf_cells(k, s, path, t)));
+  if ((k->formats[FMT_VTK] || k->formats[FMT_NETCDF]) &&
+      ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL) > 0) {
+    if (k->formats[FMT_VTK])
+      snprintf(files->vtu, sizeof files->vtu, "swe_blocks_%s.vtu", tag);
+    if (k->formats[FMT_NETCDF])
+      snprintf(files->netcdf_blocks, sizeof files->netcdf_blocks, "swe_blocks_%s.nc", tag);
+    TS_CALL(ts_comm_agree(k->comm, write_leaf_cells(k, s, files, t)));
   }
   if (!k->root)
     return TS_OK;
@@ -1281,12 +1295,14 @@ static void write_summary_snapshots(ts_json *j, const swe_case *k, const snapsho
     ts_json_number(j, snaps[i].time);
     ts_json_key(j, "files");
     ts_json_object_begin(j);
-    const char *keys[12] = {"h",   "hu",    "hv",     "eta",    "netcdf",  "vtk",
-                            "png", "h_tif", "hu_tif", "hv_tif", "eta_tif", "vtk_blocks"};
-    const char *vals[12] = {snaps[i].h,      snaps[i].hu,     snaps[i].hv,      snaps[i].eta,
-                            snaps[i].netcdf, snaps[i].vtk,    snaps[i].png,     snaps[i].h_tif,
-                            snaps[i].hu_tif, snaps[i].hv_tif, snaps[i].eta_tif, snaps[i].vtu};
-    for (int f = 0; f < 12; f++) {
+    const char *keys[13] = {"h",       "hu",         "hv",           "eta",    "netcdf",
+                            "vtk",     "png",        "h_tif",        "hu_tif", "hv_tif",
+                            "eta_tif", "vtk_blocks", "netcdf_blocks"};
+    const char *vals[13] = {
+        snaps[i].h,       snaps[i].hu,  snaps[i].hv,           snaps[i].eta,    snaps[i].netcdf,
+        snaps[i].vtk,     snaps[i].png, snaps[i].h_tif,        snaps[i].hu_tif, snaps[i].hv_tif,
+        snaps[i].eta_tif, snaps[i].vtu, snaps[i].netcdf_blocks};
+    for (int f = 0; f < 13; f++) {
       if (!vals[f][0])
         continue;
       ts_json_key(j, keys[f]);
