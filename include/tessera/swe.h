@@ -127,6 +127,7 @@ typedef struct ts_swe_grid_params {
  * against those the uniform grid's solver would hold. */
 typedef struct ts_swe_grid_stats {
   int levels, block;
+  int partitions; /* a quadtree's partitions over all ranks (0 on the uniform grid) */
   int blocks_per_level[8];
   int64_t cells_per_level[8];
   int64_t cells, cells_uniform_finest;

@@ -2,9 +2,10 @@
 # The [grid] keys of a shallow-water case: the quadtree case grid_keys/buq.ini runs and its
 # summary.json `grid` tells a quadtree that holds fewer cells than the uniform grid of its finest
 # cells; the same case cut into 5 partitions writes the same bytes (asc maps and snapshots, the
-# native blocks in VTK; summary.json but for timings, threads, memory and the balance section);
-# the same case on the uniform grid tells the bed's grid; and every malformed or misplaced key
-# stops the run with exit code 2 and one line naming the file and line, writing nothing.
+# native blocks in VTK; summary.json but for timings, threads, memory, the partitions, which it
+# tells, and the balance section); the same case on the uniform grid tells the bed's grid; and
+# every malformed or misplaced key stops the run with exit code 2 and one line naming the file
+# and line, writing nothing.
 # Needs python3 (to read summary.json). CTest: buq.grid_keys.
 # usage: grid_keys.sh TESSERA WORKDIR
 set -u
@@ -38,7 +39,8 @@ check "buq summary" $? "type buq, 3 levels of 8 x 8 blocks, fewer cells than 64 
     --set parallel.subdomains=5 >cut.log 2>&1
 differ=$?
 strip() { sed -e '/"wall_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' -e '/"memory_bytes"/d' \
-  -e '/"subdomains"/d' -e '/"balance": {/,/^  },/d' "$1"; }
+  -e '/"subdomains"/d' -e '/"decomposition"/d' -e '/"decomposition_parts": \[/,/\]/d' \
+  -e '/"balance": {/,/^  },/d' "$1"; }
 for f in whole/*; do
   name=$(basename "$f")
   if [ "$name" = summary.json ]; then
@@ -49,6 +51,10 @@ for f in whole/*; do
 done
 check "partitions" $([ "$differ" = 0 ] && echo 0 || echo 1) \
   "5 partitions write the bytes of one ($(ls whole | wc -l) files; differ: $differ)"
+told=$(python3 -c "import json; s = json.load(open('cut/summary.json'))
+print(s['subdomains'], s['decomposition'], s['decomposition_parts'])" 2>&1)
+check "partitions told" $([ "$told" = "5 morton [5, 1]" ] && echo 0 || echo 1) \
+  "summary.json of 5 partitions: subdomains, decomposition, parts: $told"
 
 "$tessera" run buq.ini --quiet --out uniform --set grid.type=uniform --set grid.block=8 >u.log 2>&1
 check "uniform with block" $([ $? -eq 2 ] && grep -q '^tessera: --set grid.block=8: needs type = buq$' u.log &&

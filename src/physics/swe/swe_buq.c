@@ -1558,6 +1558,7 @@ static void engine_stats(const void *ev, ts_swe_grid_stats *out) {
   memset(out, 0, sizeof *out);
   out->levels = e->q.levels;
   out->block = e->M;
+  out->partitions = e->nparts;
   for (int l = 0; l < e->q.levels; l++) {
     out->blocks_per_level[l] = e->q.blocks_per_level[l];
     out->cells_per_level[l] = e->q.cells_per_level[l];

@@ -1442,14 +1442,19 @@ static void write_summary_parallel(ts_json *j, const ts_swe *s, const ts_swe_sub
   if (kind == TS_DECOMP_AUTO || kind == TS_DECOMP_TILES)
     kind = d->parts[0] == 1 ? TS_DECOMP_ROWS
                             : (d->parts[1] == 1 ? TS_DECOMP_COLUMNS : TS_DECOMP_TILES);
+  ts_swe_grid_stats grid; /* a quadtree: its partitions, ranges of the Morton order */
+  ts_swe_grid_info(s, &grid);
+  int count = grid.partitions > 0 ? grid.partitions : d->count;
   ts_json_key(j, "ranks"), ts_json_int(j, ts_swe_ranks(s));
-  ts_json_key(j, "subdomains"), ts_json_int(j, d->count);
+  ts_json_key(j, "subdomains"), ts_json_int(j, count);
   ts_json_key(j, "decomposition"),
-      ts_json_string(j, d->count == 1 ? "none" : ts_decomp_kind_name(kind));
+      ts_json_string(j, count == 1            ? "none"
+                        : grid.partitions > 0 ? "morton"
+                                              : ts_decomp_kind_name(kind));
   ts_json_key(j, "decomposition_parts");
   ts_json_array_begin(j);
-  ts_json_int(j, d->parts[0]);
-  ts_json_int(j, d->parts[1]);
+  ts_json_int(j, grid.partitions > 0 ? count : d->parts[0]);
+  ts_json_int(j, grid.partitions > 0 ? 1 : d->parts[1]);
   ts_json_array_end(j);
   ts_json_key(j, "ghost_expansion"), ts_json_int(j, ts_swe_ghost_expansion(s));
   ts_json_key(j, "early_exit"), ts_json_bool(j, ts_swe_early_exit(s));
