@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -332,6 +332,36 @@ if [ "$what" = buq-profile ]; then
     "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --precision double
     "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --precision double
   } 2>&1 | tee "$out/buq_profile.log"
+fi
+
+# Malpasset 10 m on a one-level quadtree (issue 18), GPU 0: steps on the device (one partition)
+# against steps the host drives (two partitions), the same max_h.asc bytes; then where the device
+# steps' time goes (Nsight Systems' kernel summary of the first 1000 s, when nsys is there).
+if [ "$what" = buq-malpasset ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  mal=(--quiet --set parallel.backend=cuda --set parallel.devices=0 --set grid.type=buq
+    --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz"
+    --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.formats=asc
+    --set output.times=4000)
+  {
+    for run in "one|" "two|--set parallel.subdomains=2 --set parallel.balance=off"; do
+      # shellcheck disable=SC2086
+      "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} --out "$out/malbuq_${run%%|*}"
+      echo "== malpasset 10 m, quadtree, ${run%%|*} partition(s): $(grep -E '"(wall_s|steps)"' \
+        "$out/malbuq_${run%%|*}/summary.json" | tr -d ' \n')"
+    done
+    cmp "$out/malbuq_one/max_h.asc" "$out/malbuq_two/max_h.asc" &&
+      cmp "$out/malbuq_one/gauges.csv" "$out/malbuq_two/gauges.csv" &&
+      echo "malpasset quadtree: device steps and host-driven steps write the same bytes"
+    if command -v nsys >/dev/null; then
+      nsys profile --stats=false -o /tmp/malbuq "$T" run "$m/malpasset.ini" "${mal[@]}" \
+        --set time.end=1000 --set output.times=1000 --out /tmp/malbuq_prof >/dev/null 2>&1
+      nsys stats --report cuda_gpu_kern_sum --format csv /tmp/malbuq.nsys-rep 2>/dev/null |
+        cut -d, -f1-4,9 | head -40
+    fi
+  } 2>&1 | tee "$out/buq_malpasset.log"
+  rm -f "$out"/malbuq_*/*_t*.asc
 fi
 
 # RMCRT over the GPUs (issue 21): 256^3 x 100 rays on GPU 0 and on every GPU (one host thread per

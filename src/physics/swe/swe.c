@@ -554,15 +554,11 @@ ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, t
   ts_status st;
   s->ran_on_device = !s->buq && swe_steps_on_device(s);
   if (s->buq) {
-    double dt, t_after;
     double step_max = s->rain_frame >= 0 ? s->rain_step_max[s->rain_frame] : INFINITY;
-    st = s->buq_ops->step(s->buq, s->t, target, step_max, &dt, &t_after);
-    if (st == TS_OK) {
-      s->t = t_after;
-      s->steps++;
-      out->taken = 1;
-      out->t[0] = s->t;
-      out->dt[0] = dt;
+    st = s->buq_ops->advance(s->buq, s->t, target, stop, step_max, max_steps, out);
+    if (out->taken > 0) {
+      s->t = out->t[out->taken - 1];
+      s->steps += out->taken;
     }
   } else if (s->ran_on_device) {
     swe_steps_report report;
@@ -624,6 +620,8 @@ ts_status ts_swe_watch(ts_swe *s, int n, const int *i, const int *j) {
   memcpy(s->watch_i, i, sizeof(int) * (size_t)n);
   memcpy(s->watch_j, j, sizeof(int) * (size_t)n);
   s->nwatch = n;
+  if (s->buq)
+    return s->buq_ops->watch(s->buq, n, i, j);
   for (int k = 0; k < s->nparts; k++)
     TS_CALL(watch_part(s, s->parts[k]));
   return TS_OK;
@@ -808,11 +806,18 @@ static int watched(const ts_swe *s, int i, int j) {
 
 ts_status ts_swe_probe_step(const ts_swe *s, int k, int n, const int *i, const int *j,
                             const ts_swe_var *var, double *out) {
-  if (!s->ran_on_device)
+  if (!s->ran_on_device && !s->buq)
     return ts_swe_probe(s, n, i, j, var, out); /* one step at a time: the current state */
   for (int q = 0; q < n; q++)
     if (!watched(s, i[q], j[q]))
       return ts_error(TS_ERR_INTERNAL, "swe: cell (%d, %d) is not watched", i[q], j[q]);
+  if (s->buq) {
+    for (int q = 0; q < n; q++)
+      if (i[q] < 0 || j[q] < 0 || i[q] >= s->nx || j[q] >= s->ny)
+        return probe_values(s, n, i, j, var, out); /* NaN outside, as on the uniform grid */
+    s->buq_ops->probe_step(s->buq, k, n, i, j, var, out);
+    return TS_OK;
+  }
   for (int p = 0; p < s->nparts; p++)
     s->parts[p]->k->watched_to_host(s->parts[p], k);
   return probe_values(s, n, i, j, var, out);

@@ -21,6 +21,10 @@
  * leaves, so volume is kept to rounding; each side keeps its own face bed and pressure
  * correction, so a lake at rest stays at rest.
  *
+ * A grid in one part on a GPU takes runs of steps without the host (engine_advance): the time
+ * step, the leaves of each step and the watched cells (gauges) stay on the device, and the passes
+ * of a step replay from a CUDA graph.
+ *
  * Partitions ([parallel] subdomains, or one per GPU listed): the leaves in Morton order are cut
  * into ranges of equal count (ts_buq_partition), each a part with its own arrays (on the CPU or
  * its GPU) holding its own leaves and copies of the leaves around them, four rings deep (plus the
@@ -112,6 +116,11 @@ typedef struct engine {
   int interval, since, rebalances;
   int64_t moved_cells;
   double span_s, move_s, imbalance_first, imbalance_last;
+  /* runs of steps on the device: whether the last advance took one; the watched cells there
+   * (pairs: window element, maps' element) */
+  int ran_on_device;
+  int64_t *watch_cells;
+  int nwatch;
 } engine;
 
 static inline int64_t cell_at(const part *e, int k, int i, int j) {
@@ -418,9 +427,17 @@ static void cpu_sources(void *x, double dt) {
 }
 
 static const swe_buq_passes cpu_passes = {
-    NULL,       NULL,         NULL,       NULL,        NULL,       NULL,
-    cpu_choose, cpu_set_list, cpu_ghosts, cpu_fluxes,  cpu_speeds, cpu_limit,
-    cpu_update, cpu_take_bad, cpu_record, cpu_sources, NULL,       NULL};
+    .choose = cpu_choose,
+    .set_list = cpu_set_list,
+    .ghosts = cpu_ghosts,
+    .fluxes = cpu_fluxes,
+    .speeds = cpu_speeds,
+    .limit = cpu_limit,
+    .update = cpu_update,
+    .take_bad = cpu_take_bad,
+    .record = cpu_record,
+    .sources = cpu_sources,
+};
 
 /* ---------------------------------------------------------------- steps */
 
@@ -527,6 +544,9 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
                          e->p.precision == TS_DOUBLE, t_after);
       if (!(dt > 0))
         return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", dt, t);
+      for (int i = e->mine[0]; i < e->mine[1]; i++)
+        if (e->parts[i].ops->set_step)
+          e->parts[i].ops->set_step(e->parts[i].x, dt, *t_after);
     }
     for (int i = e->mine[0]; i < e->mine[1]; i++) {
       part *pt = &e->parts[i];
@@ -550,6 +570,64 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
   if (any_bad > 0)
     return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s", t);
   return look_at_balance(e, omp_get_wtime() - started);
+}
+
+/* Whether the steps run on the device without the host: the grid in one part, on a GPU. */
+static int runs_on_device(const engine *e) {
+  return e->nparts == 1 && e->mine[1] == 1 && e->parts[0].ops->begin_steps;
+}
+
+/* A run of steps on the device: the passes of engine_step, the step computed there, every leaf
+ * listed (the list state_changed gave) and the leaves of each step marked there; the passes of
+ * one step recorded once into a graph. */
+static ts_status device_steps(engine *e, double t, double target, double stop, double step_max,
+                              int max_steps, ts_swe_run *out) {
+  part *pt = &e->parts[0];
+  const swe_buq_passes *ops = pt->ops;
+  int stages = e->p.rk_order == 1 ? 1 : 2;
+  ops->begin_steps(pt->x, t, target, stop, step_max, e->p.early_exit);
+  if (ops->capture_step(pt->x, 1)) {
+    for (int stage = 0; stage < stages; stage++) {
+      ops->ghosts(pt->x);
+      ops->fluxes(pt->x, stage == 0);
+      if (stage == 0)
+        ops->time_step(pt->x, e->p.cfl, e->dx0);
+      ops->limit(pt->x, 0);
+      ops->update(pt->x, 0, stage, 0);
+    }
+    ops->record(pt->x, 0, 0);
+    if (e->sources)
+      ops->sources(pt->x, 0);
+    ops->end_step(pt->x);
+    ops->capture_step(pt->x, 0);
+  }
+  ops->run_steps(pt->x, max_steps < TS_SWE_ADVANCE_MAX ? max_steps : TS_SWE_ADVANCE_MAX);
+  swe_buq_steps report;
+  ops->finish_steps(pt->x, &report);
+  pt->host_stale = 1;
+  *out = report.run;
+  if (out->taken > 0)
+    e->t = out->t[out->taken - 1];
+  if (report.bad)
+    return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s",
+                    out->taken > 1 ? out->t[out->taken - 2] : t);
+  if (report.collapsed)
+    return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", report.collapsed_dt,
+                    e->t);
+  return TS_OK;
+}
+
+static ts_status engine_advance(void *ev, double t, double target, double stop, double step_max,
+                                int max_steps, ts_swe_run *out) {
+  engine *e = ev;
+  out->taken = 0;
+  e->ran_on_device = runs_on_device(e);
+  if (e->ran_on_device)
+    return device_steps(e, t, target, stop, step_max, max_steps, out);
+  double dt, t_after;
+  TS_CALL(engine_step(e, t, target, step_max, &dt, &t_after));
+  out->taken = 1, out->t[0] = t_after, out->dt[0] = dt;
+  return TS_OK;
 }
 
 /* ---------------------------------------------------------------- creation */
@@ -588,6 +666,7 @@ static void engine_destroy(void *ev) {
     part_destroy(&e->parts[i]);
   free(e->parts);
   free(e->first);
+  free(e->watch_cells);
   free(e->part_rank);
   free(e->slot);
   free(e->fields);
@@ -1365,8 +1444,13 @@ static part *leaf_cell(const engine *e, int i, int j, int *k, int *li, int *lj) 
   return owner_of(e, g, k);
 }
 
-/* Values at finest cells (i[q], j[q]) (NaN outside or inactive). With the state on the devices,
- * only those cells come back (gauges read a few cells after every step). */
+/* Values at finest cells (i[q], j[q]) (NaN outside or inactive) from the host arrays, each
+ * from the rank owning its cell. */
+static void probe_values(const engine *e, int n, const int *i, const int *j, const ts_swe_var *var,
+                         double *out);
+
+/* The same with the state on the devices: only those cells come back (gauges read a few cells
+ * after every step). */
 static void engine_probe(const void *ev, int n, const int *i, const int *j, const ts_swe_var *var,
                          double *out) {
   const engine *e = ev;
@@ -1389,6 +1473,11 @@ static void engine_probe(const void *ev, int n, const int *i, const int *j, cons
     pt->ops->read_cells(pt->x, &pt->v, m, cells);
   }
   free(cells);
+  probe_values(e, n, i, j, var, out);
+}
+
+static void probe_values(const engine *e, int n, const int *i, const int *j, const ts_swe_var *var,
+                         double *out) {
   /* each value from the rank owning its cell (NaN outside): the largest of (owned, value) */
   int ranks = ts_comm_size(e->comm);
   double *mine = malloc(sizeof(double) * 2 * (size_t)(n > 0 ? n : 1));
@@ -1413,6 +1502,40 @@ static void engine_probe(const void *ev, int n, const int *i, const int *j, cons
   if (all != mine)
     free(all);
   free(mine);
+}
+
+/* The watched cells of runs of steps on the device (host-driven steps read the current state). */
+static ts_status engine_watch(void *ev, int n, const int *i, const int *j) {
+  engine *e = ev;
+  free(e->watch_cells);
+  e->watch_cells = NULL, e->nwatch = 0;
+  if (!runs_on_device(e))
+    return TS_OK;
+  part *pt = &e->parts[0];
+  if (!(e->watch_cells = malloc(sizeof(int64_t) * 2 * (size_t)(n > 0 ? n : 1))))
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+  for (int q = 0; q < n; q++) {
+    int k, li, lj;
+    if (i[q] < 0 || j[q] < 0 || i[q] >= e->q.nx || j[q] >= e->q.ny ||
+        leaf_cell(e, i[q], j[q], &k, &li, &lj) != pt)
+      continue;
+    e->watch_cells[2 * e->nwatch] = cell_at(pt, k, li, lj);
+    e->watch_cells[2 * e->nwatch + 1] = leaf_cell_index(e->M, k, li, lj);
+    e->nwatch++;
+  }
+  return pt->ops->watch(pt->x, e->nwatch, e->watch_cells);
+}
+
+static void engine_probe_step(const void *ev, int k, int n, const int *i, const int *j,
+                              const ts_swe_var *var, double *out) {
+  const engine *e = ev;
+  if (!e->ran_on_device) {
+    engine_probe(ev, n, i, j, var, out);
+    return;
+  }
+  part *pt = &e->parts[0];
+  pt->ops->watched_to_host(pt->x, &pt->v, k, e->watch_cells);
+  probe_values(e, n, i, j, var, out);
 }
 
 static double engine_value(const void *ev, ts_swe_var var, int i, int j) {
@@ -1545,6 +1668,8 @@ static int64_t engine_wet_cells(const void *ev) {
 static int64_t engine_active_blocks(const void *ev, int64_t *blocks) {
   const engine *e = ev;
   int64_t n = 0;
+  if (e->ran_on_device) /* the device chose them: the last step's into `computed` */
+    e->parts[0].ops->leaves_on(e->parts[0].x, e->parts[0].computed);
   for (int pn = e->mine[0]; pn < e->mine[1]; pn++)
     for (int k = 0; k < e->parts[pn].owned; k++)
       n += e->parts[pn].computed[k];
@@ -1650,8 +1775,8 @@ static void engine_load(void *ev, const void *blob) {
 }
 
 const swe_buq_ops SWE_BUQ_OPS = {
-    engine_create,     engine_destroy,       engine_set_surface, engine_step,
-    engine_set_rain,   engine_losses,        engine_value,       engine_probe,
-    engine_leaf_cells, engine_leaf_values,   engine_get,         engine_volume,
-    engine_wet_cells,  engine_active_blocks, engine_stats,       engine_state_bytes,
-    engine_save,       engine_load,          engine_balance};
+    engine_create,        engine_destroy,     engine_set_surface, engine_advance, engine_watch,
+    engine_probe_step,    engine_set_rain,    engine_losses,      engine_value,   engine_probe,
+    engine_leaf_cells,    engine_leaf_values, engine_get,         engine_volume,  engine_wet_cells,
+    engine_active_blocks, engine_stats,       engine_state_bytes, engine_save,    engine_load,
+    engine_balance};

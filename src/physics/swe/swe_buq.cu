@@ -6,11 +6,14 @@
  * update, maps); the sweeps a thread block per leaf (per four leaves of 8^2 cells), with the
  * reconstructions and face corrections in shared memory; the leaves of the step are lists in
  * device memory (the passes' nested ranges, and for the ghosts by level from the coarsest, so
- * the prolongations run level by level). The host reads back the leaves holding water (early
- * exit), the wave speeds of each level (the time step) and the non-finite flag. Leaves whose
- * sides and corners all touch leaves of their own level take fused kernels instead (the plain
- * leaves, below). Each pass makes its part's device current: the parts of one engine may lie on
- * several GPUs. */
+ * the prolongations run level by level). Every kernel skips the leaves out of the step (`on`)
+ * and takes the step's length from a clock in device memory: the host sets it (steps it drives:
+ * it reads back the leaves holding water when they change, the wave speeds of each level and the
+ * non-finite flag), or, for a part alone in its process, the device computes it and takes runs
+ * of steps from a CUDA graph without the host, every leaf listed and the leaves of each step
+ * marked on the device. Leaves whose sides and corners all touch leaves of their own level take
+ * fused kernels instead (the plain leaves, below). Each pass makes its part's device current and
+ * queues on the part's stream: the parts of one engine may lie on several GPUs. */
 #include "physics/swe/swe_gpu.cuh"
 
 extern "C" {
@@ -40,8 +43,29 @@ typedef struct leaf_lists {
  * sweeps, `second` for the second stage: without the plain leaves whose limiters no other
  * updated leaf reads, the others after the updated leaves); the plain leaves of the update
  * (plain_list); which leaves are plain and their levels on the host; the read-back buffers. */
+/* The clock of a part's steps in device memory: the step under way (its start, length and end),
+ * the run's target and stop time and longest step, and its state; per step of the run the time
+ * after it and its length. Host-driven steps set t_after and dt only. */
+typedef struct buq_clock {
+  double t, dt, t_after, target, stop, step_max;
+  int idle;      /* the run has ended: the passes of later steps do nothing */
+  int bad;       /* a stage produced a non-finite value */
+  int collapsed; /* the time step collapsed (dt is its value) */
+  int steps;     /* steps taken in the run */
+  double log[2][TS_SWE_ADVANCE_MAX];
+} buq_clock;
+
+/* What every pass of a step reads: the clock, and the leaves of the step. */
+struct step_t {
+  const buq_clock *clock;
+  const unsigned char *on;
+};
+
+__device__ static inline bool skip(step_t s, int k) { return s.clock->idle || !s.on[k]; }
+
 typedef struct gpu_state {
   int device, nblocks, levels;
+  cudaStream_t stream;
   swe_buq_view d;
   ts_buq_block *blocks;
   leaf_lists all, first, second;
@@ -61,15 +85,28 @@ typedef struct gpu_state {
   int *bad;
   char *probe; /* read_cells: the cells, then their values (device), grown as needed */
   size_t probe_bytes;
+  buq_clock *clock;         /* device */
+  unsigned char *plain_on;  /* device: plain leaves (runs of steps mark in_plain from it) */
+  unsigned char *was;       /* device: the leaves of the step before (runs of steps) */
+  long long *watch;         /* device: watched cells (pairs as read_cells') */
+  double *rows, *rows_host; /* their 11 values per cell after each step of a run */
+  int nwatch;               /* watched cells */
+  int taken;                /* steps of the last run */
+  int graph_early_exit;     /* that of the recorded graph */
+  cudaGraphExec_t graph;    /* the passes of one step (runs of steps), NULL until recorded */
 } gpu_state;
 
 static inline int grid_of(long n) { return (int)((n + THREADS - 1) / THREADS); }
 
 /* ------------------------------------------------------------------ kernels */
 
-static __global__ void k_wet(swe_buq_view v, int nblocks, unsigned char *wet) {
-  int k = blockIdx.x, M = v.M, any = 0;
-  for (int c = threadIdx.x; c < M * M; c += blockDim.x)
+/* Per leaf, whether it holds water (all leaves without the early exit). */
+static __global__ void k_wet(swe_buq_view v, int nblocks, unsigned char *wet, int early_exit,
+                             const buq_clock *clock) {
+  int k = blockIdx.x, M = v.M, any = !early_exit;
+  if (clock->idle)
+    return;
+  for (int c = threadIdx.x; c < M * M && !any; c += blockDim.x)
     any |= buq_wet_cell(&v, k, c % M, c / M);
   any = __syncthreads_or(any);
   if (threadIdx.x == 0 && k < nblocks)
@@ -87,48 +124,79 @@ static __global__ void k_choose(swe_buq_view v, int nblocks, const unsigned char
     *changed = 1, on[k] = now;
 }
 
-/* Dropped leaves: zero fluxes and limiters 1 (their neighbours read them). */
+/* The same in a run of steps, where every leaf is listed: the leaves of the step before kept
+ * (was: those leaving the step are dropped), and which plain leaves are in it (in_plain). */
+static __global__ void k_choose_run(swe_buq_view v, int nblocks, const unsigned char *wet,
+                                    unsigned char *on, const unsigned char *plain,
+                                    unsigned char *in_plain, unsigned char *was,
+                                    const buq_clock *clock) {
+  int k = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= nblocks || clock->idle)
+    return;
+  unsigned char now = (unsigned char)buq_leaf_on(v.blocks, wet, k);
+  was[k] = on[k];
+  on[k] = now;
+  in_plain[k] = plain[k] && now;
+}
+
+/* Element e of a dropped leaf: zero fluxes and limiter 1 (its neighbours read them). */
+__device__ static inline void drop_element(const swe_buq_view *v, swe_idx e) {
+  for (int c = 0; c < 3; c++)
+    v->fx[c][e] = v->fy[c][e] = 0;
+  v->drain[e] = SWE_R(1);
+}
+
+/* Dropped leaves (a list: steps the host drives). */
 static __global__ void k_drop(swe_buq_view v, const int *dropped, int n) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= (long)n * v.P)
+  if (t < (long)n * v.P)
+    drop_element(&v, (swe_idx)dropped[t / v.P] * v.P + (swe_idx)(t % v.P));
+}
+
+/* Dropped leaves (in the step before, not in this one: runs of steps), a thread block per
+ * leaf. */
+static __global__ void k_drop_flagged(swe_buq_view v, const unsigned char *was,
+                                      const unsigned char *on, const buq_clock *clock) {
+  int k = blockIdx.x;
+  if (clock->idle || !was[k] || on[k])
     return;
-  swe_idx e = (swe_idx)dropped[t / v.P] * v.P + (swe_idx)(t % v.P);
-  for (int c = 0; c < 3; c++)
-    v.fx[c][e] = v.fy[c][e] = 0;
-  v.drain[e] = SWE_R(1);
+  for (int c = threadIdx.x; c < v.P; c += blockDim.x)
+    drop_element(&v, (swe_idx)k * v.P + c);
 }
 
 /* Copies and restrictions: a thread per (leaf, side, layer, position). */
-static __global__ void k_fill(swe_buq_view v, const int *list, int n) {
+static __global__ void k_fill(swe_buq_view v, step_t st, const int *list, int n) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), M = v.M;
   int per = 4 * SWE_GHOST * M;
   if (t >= n * per)
     return;
   int k = list[t / per], r = t % per, side = r / (SWE_GHOST * M);
+  if (skip(st, k))
+    return;
   r %= SWE_GHOST * M;
   if (v.blocks[k].side_relation[side] != TS_BUQ_COARSER)
     buq_fill_ghost(&v, k, side, r / M, r % M);
 }
 
 /* Prolongations of the leaves list[first .. first + n): a thread per (leaf, side, coarse cell). */
-static __global__ void k_coarser(swe_buq_view v, const int *list, int first, int n) {
+static __global__ void k_coarser(swe_buq_view v, step_t st, const int *list, int first, int n) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), half = v.M / 2;
   if (t >= n * 4 * half)
     return;
   int k = list[first + t / (4 * half)], side = (t / half) % 4;
-  if (v.blocks[k].side_relation[side] == TS_BUQ_COARSER)
+  if (!skip(st, k) && v.blocks[k].side_relation[side] == TS_BUQ_COARSER)
     buq_fill_coarser(&v, k, side, t % half);
 }
 
 /* Velocities of the ghost cells (of every cell of a copy of another part's leaf): a thread per
  * (leaf, cell of its window). */
-static __global__ void k_ghost_velocity(swe_buq_view v, const int *list, int n) {
+static __global__ void k_ghost_velocity(swe_buq_view v, step_t st, const int *list, int n) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), M = v.M, side = M + 2 * SWE_GHOST;
   if (t >= n * side * side)
     return;
   int k = list[t / (side * side)], c = t % (side * side);
   int i = c % side - SWE_GHOST, j = c / side - SWE_GHOST;
-  if (i >= 0 && j >= 0 && i < M && j < M && k < v.owned)
+  if ((i >= 0 && j >= 0 && i < M && j < M && k < v.owned) || skip(st, k))
     return;
   swe_arrays a = buq_leaf_arrays(&v, k);
   swe_consts kc = buq_consts(&v, v.blocks[k].level);
@@ -144,20 +212,27 @@ static __global__ void k_ghost_velocity(swe_buq_view v, const int *list, int n) 
 enum { SWEEP_THREADS = 256, SWEEP_LEAVES = SWEEP_THREADS / 64 };
 template <int M>
 static __global__ void __launch_bounds__(SWEEP_THREADS)
-    k_sweep(swe_buq_view v, const int *list, int n, swe_bits *amax) {
+    k_sweep(swe_buq_view v, step_t st, const int *list, int n, swe_bits *amax) {
   enum { LEAVES = SWEEP_THREADS / (M * M), CELLS = M * (M + 2), FACES = M * (M + 1) };
   enum { FACE_THREADS = (LEAVES * FACES + 31) / 32 * 32 }; /* whole warps: they shuffle */
   __shared__ swe_side lo[LEAVES * CELLS], hi[LEAVES * CELLS];
   __shared__ int act[LEAVES * CELLS];
   __shared__ ts_real corr_lo[LEAVES * FACES], corr_hi[LEAVES * FACES];
   __shared__ swe_bits smax[LEAVES][2];
+  __shared__ bool live[LEAVES]; /* the leaf is in the step */
   int base = blockIdx.x * LEAVES, leaves = min(LEAVES, n - base);
   if (threadIdx.x < 2 * LEAVES)
     smax[threadIdx.x / 2][threadIdx.x % 2] = 0;
+  if (threadIdx.x < LEAVES)
+    live[threadIdx.x] = (int)threadIdx.x < leaves && !skip(st, list[base + threadIdx.x]);
+  if (!__syncthreads_or(threadIdx.x < LEAVES && live[threadIdx.x]))
+    return;
   for (int axis = 1; axis >= 0; axis--) {
     __syncthreads(); /* the shared arrays of the previous axis are read */
     for (int t = threadIdx.x; t < leaves * CELLS; t += SWEEP_THREADS) {
       int q = t / CELLS, r = t % CELLS;
+      if (!live[q])
+        continue;
       int line = axis ? r / (M + 2) : r % M, cell = (axis ? r % (M + 2) : r / M) - 1;
       int at = q * CELLS + line * (M + 2) + cell + 1;
       act[at] = buq_line_cell(&v, list[base + q], axis, buq_line_of(&v, line, axis), cell, &lo[at],
@@ -168,7 +243,7 @@ static __global__ void __launch_bounds__(SWEEP_THREADS)
       int q = t / FACES, r = t % FACES;
       int line = axis ? r / (M + 1) : r % M, f = axis ? r % (M + 1) : r / M;
       ts_real speed = 0;
-      if (q < leaves) { /* (t beyond the faces: q >= LEAVES) */
+      if (q < leaves && live[q]) { /* (t beyond the faces: q >= LEAVES) */
         int g = q * CELLS + line * (M + 2), at = q * FACES + line * (M + 1) + f;
         speed = buq_line_face(&v, list[base + q], line, axis, buq_line_of(&v, line, axis), f,
                               lo + g, hi + g, act + g, &corr_lo[at], &corr_hi[at]);
@@ -184,6 +259,8 @@ static __global__ void __launch_bounds__(SWEEP_THREADS)
     __syncthreads();
     for (int t = threadIdx.x; t < leaves * M * M; t += SWEEP_THREADS) {
       int q = t / (M * M), r = t % (M * M);
+      if (!live[q])
+        continue;
       int line = axis ? r / M : r % M, cell = axis ? r % M : r / M;
       int g = q * CELLS + line * (M + 2) + cell + 1, face = q * FACES + line * (M + 1) + cell;
       buq_line_source(&v, list[base + q], axis, buq_line_of(&v, line, axis), cell, act[g], lo[g],
@@ -191,7 +268,7 @@ static __global__ void __launch_bounds__(SWEEP_THREADS)
     }
   }
   __syncthreads();
-  if (amax && threadIdx.x < 2 * leaves) {
+  if (amax && threadIdx.x < 2 * leaves && live[threadIdx.x / 2]) {
     int q = threadIdx.x / 2, axis = threadIdx.x % 2;
     swe_bits *to = &amax[2 * v.blocks[list[base + q]].level + (axis ? 0 : 1)];
     if (smax[q][axis] > *(volatile swe_bits *)to)
@@ -199,54 +276,118 @@ static __global__ void __launch_bounds__(SWEEP_THREADS)
   }
 }
 
-static __global__ void k_limit(swe_buq_view v, const int *list, int n, ts_real dt) {
+static __global__ void k_limit(swe_buq_view v, step_t st, const int *list, int n) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
-  if (t < n * MM)
-    buq_drain_cell(&v, list[t / MM], (t % MM) % v.M, (t % MM) / v.M, dt);
+  if (t < n * MM && !skip(st, list[t / MM]))
+    buq_drain_cell(&v, list[t / MM], (t % MM) % v.M, (t % MM) / v.M, (ts_real)st.clock->dt);
 }
 
-static __global__ void k_limit_ghosts(swe_buq_view v, const int *list, int n) {
+static __global__ void k_limit_ghosts(swe_buq_view v, step_t st, const int *list, int n) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), per = 4 * v.M;
-  if (t < n * per)
+  if (t < n * per && !skip(st, list[t / per]))
     buq_drain_ghost(&v, list[t / per], (t % per) / v.M, (t % per) % v.M);
 }
 
-static __global__ void k_update(swe_buq_view v, const int *list, int n, ts_real dt, int stage,
+static __global__ void k_update(swe_buq_view v, step_t st, const int *list, int n, int stage,
                                 int *bad) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
   if (t >= n * MM)
     return;
   int k = list[t / MM], i = (t % MM) % v.M, j = (t % MM) / v.M;
-  if (v.active[buq_cell(&v, k, i, j)] && buq_update_cell(&v, k, i, j, dt, stage))
+  if (skip(st, k))
+    return;
+  if (v.active[buq_cell(&v, k, i, j)] && buq_update_cell(&v, k, i, j, (ts_real)st.clock->dt, stage))
     *bad = 1;
 }
 
-static __global__ void k_sources(swe_buq_view v, int n, double dt) {
+/* Rain and losses on every leaf of the part. */
+static __global__ void k_sources(swe_buq_view v, int n, const buq_clock *clock) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
-  if (t < n * MM)
-    buq_source_cell(&v, t / MM, (t % MM) % v.M, (t % MM) / v.M, dt);
+  if (t < n * MM && !clock->idle)
+    buq_source_cell(&v, t / MM, (t % MM) % v.M, (t % MM) / v.M, clock->dt);
 }
 
-static __global__ void k_record(swe_buq_view v, const int *list, int n, double t_now, double dt) {
+static __global__ void k_record(swe_buq_view v, step_t st, const int *list, int n) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
-  if (t < n * MM)
-    buq_record_cell(&v, list[t / MM], (t % MM) % v.M, (t % MM) / v.M, t_now, dt);
+  if (t < n * MM && !skip(st, list[t / MM]))
+    buq_record_cell(&v, list[t / MM], (t % MM) % v.M, (t % MM) / v.M, st.clock->t_after,
+                    st.clock->dt);
 }
 
 /* The maps and state of n cells (window element, maps' element) into `out`, 11 doubles per
- * cell: the 6 maps, then w, hu, hv, u, v in the working precision. */
-static __global__ void k_gather(swe_buq_view v, const long long *cells, int n, double *out) {
+ * cell: the 6 maps, then w, hu, hv, u, v in the working precision. With a clock (the watched
+ * cells of a run of steps), into the row of its step. */
+enum { GATHERED = 11 };
+static __global__ void k_gather(swe_buq_view v, const long long *cells, int n, double *out,
+                                const buq_clock *clock) {
   int q = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (q >= n)
+  if (q >= n || (clock && clock->idle))
     return;
+  if (clock)
+    out += (size_t)clock->steps * GATHERED * n;
   swe_idx c = (swe_idx)cells[2 * q], m = (swe_idx)cells[2 * q + 1];
-  double *d = out + 11 * q;
+  double *d = out + GATHERED * q;
   const double *maps[SWE_BUQ_NMAPS] = {v.max_h,   v.max_speed, v.arrival,
                                        v.max_eta, v.duration,  v.max_hazard};
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     d[k] = maps[k][m];
   ts_real *r = (ts_real *)(d + 6);
   r[0] = v.w[c], r[1] = v.hu[c], r[2] = v.hv[c], r[3] = v.u[c], r[4] = v.v[c];
+}
+
+/* ------------------------------------------------------------------ the clock */
+
+/* A step the host drives: its length and end time. */
+static __global__ void k_set_step(buq_clock *clock, double dt, double t_after) {
+  clock->dt = dt, clock->t_after = t_after, clock->idle = 0;
+}
+
+/* A run of steps from t towards `target` (steps shortened to land on it, none longer than
+ * step_max), ending after the first that reaches `stop`. */
+static __global__ void k_begin(buq_clock *clock, double t, double target, double stop,
+                               double step_max, int *bad) {
+  clock->t = clock->t_after = t;
+  clock->target = target, clock->stop = stop, clock->step_max = step_max;
+  clock->idle = clock->bad = clock->collapsed = clock->steps = 0;
+  *bad = 0;
+}
+
+/* The step from the first stage's wave speeds of every level (in finest cells per second), as
+ * the host computes it (swe_time_step). A collapsed step ends the run. */
+static __global__ void k_dt(buq_clock *clock, const swe_bits *amax, int levels, double cfl,
+                            double dx) {
+  if (clock->idle)
+    return;
+  double ax = 0, ay = 0;
+  for (int l = 0; l < levels; l++) {
+    ax = fmax(ax, ldexp((double)swe_from_bits(amax[2 * l]), -l));
+    ay = fmax(ay, ldexp((double)swe_from_bits(amax[2 * l + 1]), -l));
+  }
+  double t_after;
+  double dt = swe_time_step(ax, ay, cfl, dx, dx, clock->step_max, clock->t, clock->target,
+                            sizeof(ts_real) == 8, &t_after);
+  clock->dt = dt;
+  if (!(dt > 0)) {
+    clock->collapsed = clock->idle = 1;
+    return;
+  }
+  clock->t_after = t_after;
+}
+
+/* The end of a step of a run: logged, the clock at its end; the run ends after a non-finite
+ * value, at its stop or target time, or when its log is full. */
+static __global__ void k_end(buq_clock *clock, const int *bad) {
+  if (clock->idle)
+    return;
+  int slot = clock->steps;
+  clock->log[0][slot] = clock->t_after;
+  clock->log[1][slot] = clock->dt;
+  clock->t = clock->t_after;
+  clock->steps = slot + 1;
+  clock->bad = *bad;
+  if (clock->bad || clock->t >= clock->stop || clock->t >= clock->target ||
+      clock->steps == TS_SWE_ADVANCE_MAX)
+    clock->idle = 1;
 }
 
 /* ------------------------------------------------------------------ plain leaves
@@ -399,10 +540,12 @@ __device__ static void plain_store(const plain_t *t, const swe_buq_view *v, int 
  * axis. */
 template <int M>
 static __global__ void __launch_bounds__(M *M)
-    k_plain_fluxes(swe_buq_view v, const int *list, swe_bits *amax) {
+    k_plain_fluxes(swe_buq_view v, step_t st, const int *list, swe_bits *amax) {
   enum { R = 2, S = plain_tile<M, R>::S };
   extern __shared__ __align__(16) char plain_mem[];
   int k = list[blockIdx.x], level = v.blocks[k].level;
+  if (skip(st, k))
+    return;
   plain_t t = plain_layout<M, R>(plain_mem);
   swe_consts kc = buq_consts(&v, level);
   plain_load<M, R>(&t, &v, k, &kc);
@@ -442,14 +585,16 @@ template <int M> __device__ static inline bool plain_band(int i, int j) {
 
 /* A second stage of the plain leaves `list` (a block each), whole: the new state (the band's
  * into (w0, hu0, hv0), the rest in place), the velocities, the non-finite flag, and the flood
- * maps at t_now after a step of step_dt. */
+ * maps at the end of the step. */
 template <int M>
 static __global__ void __launch_bounds__(M *M)
-    k_plain_stage(swe_buq_view v, const int *list, ts_real dt, int stage, int *bad, double t_now,
-                  double step_dt) {
+    k_plain_stage(swe_buq_view v, step_t st, const int *list, int stage, int *bad) {
   enum { R = PLAIN_REACH, S = plain_tile<M, R>::S, CELLS = M + 2 };
   extern __shared__ __align__(16) char plain_mem[];
   int k = list[blockIdx.x];
+  if (skip(st, k))
+    return;
+  ts_real dt = (ts_real)st.clock->dt;
   plain_t t = plain_layout<M, R>(plain_mem);
   swe_consts kc = buq_consts(&v, v.blocks[k].level);
   plain_load<M, R>(&t, &v, k, &kc);
@@ -472,7 +617,7 @@ static __global__ void __launch_bounds__(M *M)
     swe_drain_cell(&t.a, &kc, c, dt);
   }
   __syncthreads();
-  swe_maps maps = buq_maps(&v, t_now, step_dt);
+  swe_maps maps = buq_maps(&v, st.clock->t_after, st.clock->dt);
   int any_bad = 0;
   PLAIN_FOR(n, M * M) {
     int i = n % M, j = n / M, cf = plain_at<M, R>(i, j);
@@ -496,13 +641,16 @@ static __global__ void __launch_bounds__(M *M)
  * the update in place. in_plain: 1 for the leaves of `list`. */
 template <int M>
 static __global__ void __launch_bounds__(M *M)
-    k_plain_update(swe_buq_view v, const int *list, const unsigned char *in_plain, ts_real dt,
+    k_plain_update(swe_buq_view v, step_t st, const int *list, const unsigned char *in_plain,
                    int stage, int *bad) {
   enum {
     P_MAX = (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1) * (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1)
   };
   __shared__ ts_real drain[P_MAX], cap[P_MAX];
   int k = list[blockIdx.x];
+  if (skip(st, k))
+    return;
+  ts_real dt = (ts_real)st.clock->dt;
   const ts_buq_block *b = &v.blocks[k];
   swe_consts kc = buq_consts(&v, b->level);
   swe_idx W = v.W;
@@ -538,10 +686,11 @@ static __global__ void __launch_bounds__(M *M)
 }
 
 /* The plain leaves' new state of their band from (w0, hu0, hv0) into (w, hu, hv). */
-template <int M> static __global__ void k_commit(swe_buq_view v, const int *list, int n) {
+template <int M>
+static __global__ void k_commit(swe_buq_view v, step_t st, const int *list, int n) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), i = (t % (M * M)) % M,
       j = (t % (M * M)) / M;
-  if (t >= n * M * M || !plain_band<M>(i, j))
+  if (t >= n * M * M || !plain_band<M>(i, j) || skip(st, list[t / (M * M)]))
     return;
   swe_idx c = buq_cell(&v, list[t / (M * M)], i, j);
   if (v.active[c])
@@ -549,6 +698,13 @@ template <int M> static __global__ void k_commit(swe_buq_view v, const int *list
 }
 
 /* ------------------------------------------------------------------ passes */
+
+/* The recorded step is no longer the one to run (its lists, cells or rain changed). */
+static void drop_graph(gpu_state *g) {
+  if (g->graph)
+    cudaGraphExecDestroy(g->graph);
+  g->graph = NULL;
+}
 
 static void gpu_release(void *x) {
   gpu_state *g = (gpu_state *)x;
@@ -579,6 +735,15 @@ static void gpu_release(void *x) {
   cudaFree(g->amax);
   cudaFree(g->bad);
   cudaFree(g->probe);
+  cudaFree(g->clock);
+  cudaFree(g->plain_on);
+  cudaFree(g->was);
+  cudaFree(g->watch);
+  cudaFree(g->rows);
+  free(g->rows_host);
+  drop_graph(g);
+  if (g->stream)
+    cudaStreamDestroy(g->stream);
   free(g->level_of);
   free(g->by_level);
   free(g->host_list);
@@ -587,6 +752,9 @@ static void gpu_release(void *x) {
   free(g->host_blocks);
   free(g);
 }
+
+/* What the passes of a step read: the clock and the leaves of the step. */
+static step_t step_of(const gpu_state *g) { return step_t{g->clock, g->on}; }
 
 /* The part's mirror, its device made current. */
 static gpu_state *on_device(void *x) {
@@ -639,6 +807,8 @@ static void copy_arrays(gpu_state *g, swe_buq_view *h, int up) {
 static void gpu_upload(void *x, const void *view) {
   gpu_state *g = on_device(x);
   copy_arrays(g, (swe_buq_view *)view, 1);
+  /* every leaf computed, as the host lists them all: those out of the next step are dropped */
+  check(cudaMemset(g->on, 1, (size_t)g->nblocks), "leaves of the step");
   g->chosen = g->marked = 0;
 }
 
@@ -646,11 +816,23 @@ static void gpu_download(void *x, void *view) {
   copy_arrays(on_device(x), (swe_buq_view *)view, 0);
 }
 
+/* Gathered values of n cells (k_gather's) into the host's view. */
+static void scatter_cells(swe_buq_view *h, int n, const int64_t *cells, const double *values) {
+  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(h);
+  for (int q = 0; q < n; q++) {
+    const double *d = values + GATHERED * q;
+    for (int k = 0; k < SWE_BUQ_NMAPS; k++)
+      (*maps[k])[cells[2 * q + 1]] = d[k];
+    const ts_real *r = (const ts_real *)(d + 6);
+    int64_t c = cells[2 * q];
+    h->w[c] = r[0], h->hu[c] = r[1], h->hv[c] = r[2], h->u[c] = r[3], h->v[c] = r[4];
+  }
+}
+
 static void gpu_read_cells(void *x, void *view, int n, const int64_t *cells) {
   gpu_state *g = on_device(x);
-  swe_buq_view *h = (swe_buq_view *)view;
-  size_t in = sizeof(long long) * 2 * n, bytes = in + sizeof(double) * 11 * n;
-  double *values = n > 0 ? (double *)malloc(sizeof(double) * 11 * n) : NULL;
+  size_t in = sizeof(long long) * 2 * n, bytes = in + sizeof(double) * GATHERED * n;
+  double *values = n > 0 ? (double *)malloc(sizeof(double) * GATHERED * n) : NULL;
   if (!values)
     return;
   if (bytes > g->probe_bytes) {
@@ -659,19 +841,11 @@ static void gpu_read_cells(void *x, void *view, int n, const int64_t *cells) {
     g->probe_bytes = bytes;
   }
   check(cudaMemcpy(g->probe, cells, in, cudaMemcpyHostToDevice), "probed cells");
-  k_gather<<<grid_of(n), THREADS>>>(g->d, (const long long *)g->probe, n,
-                                    (double *)(g->probe + in));
-  check(cudaMemcpy(values, g->probe + in, sizeof(double) * 11 * n, cudaMemcpyDeviceToHost),
+  k_gather<<<grid_of(n), THREADS, 0, g->stream>>>(g->d, (const long long *)g->probe, n,
+                                                  (double *)(g->probe + in), NULL);
+  check(cudaMemcpy(values, g->probe + in, sizeof(double) * GATHERED * n, cudaMemcpyDeviceToHost),
         "probed values");
-  double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(h);
-  for (int q = 0; q < n; q++) {
-    const double *d = values + 11 * q;
-    for (int k = 0; k < SWE_BUQ_NMAPS; k++)
-      (*maps[k])[cells[2 * q + 1]] = d[k];
-    const ts_real *r = (const ts_real *)(d + 6);
-    int64_t c = cells[2 * q];
-    h->w[c] = r[0], h->hu[c] = r[1], h->hv[c] = r[2], h->u[c] = r[3], h->v[c] = r[4];
-  }
+  scatter_cells((swe_buq_view *)view, n, cells, values);
   free(values);
 }
 
@@ -742,6 +916,10 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   failed |= cudaMalloc((void **)&g->on, nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->amax, sizeof(swe_bits) * 2 * levels) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->bad, 2 * sizeof(int)) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->clock, sizeof(buq_clock)) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->plain_on, nb) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->was, nb) != cudaSuccess;
+  failed |= cudaStreamCreate(&g->stream) != cudaSuccess;
   if (failed) {
     cudaGetLastError();
     gpu_release(g);
@@ -752,6 +930,8 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
         "quadtree blocks");
   check(cudaMemset(g->bad, 0, 2 * sizeof(int)), "flags");
   check(cudaMemset(g->on, 0, nb), "leaves of the step");
+  check(cudaMemset(g->clock, 0, sizeof(buq_clock)), "clock");
+  check(cudaMemcpy(g->plain_on, g->plain, nb, cudaMemcpyHostToDevice), "plain leaves");
   check(cudaFuncSetAttribute(k_plain_fluxes<16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)plain_tile<16, 2>::bytes()),
         "shared memory of the plain leaves' sweeps");
@@ -765,18 +945,14 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
 static const void *gpu_mirror(const void *x) { return &((const gpu_state *)x)->d; }
 
 static void gpu_finish(void *x) {
-  on_device(x);
-  check(cudaDeviceSynchronize(), "quadtree passes");
+  check(cudaStreamSynchronize(on_device(x)->stream), "quadtree passes");
 }
 
 /* Marks the leaves of the next step on the device (the flag bad[1] set where they change). */
 static void mark_leaves(gpu_state *g, int early_exit) {
   int n = g->nblocks;
-  if (early_exit)
-    k_wet<<<n, THREADS>>>(g->d, n, g->wet);
-  else
-    check(cudaMemsetAsync(g->wet, 1, (size_t)n), "leaves holding water");
-  k_choose<<<grid_of(n), THREADS>>>(g->d, n, g->wet, g->on, g->bad + 1);
+  k_wet<<<n, THREADS, 0, g->stream>>>(g->d, n, g->wet, early_exit, g->clock);
+  k_choose<<<grid_of(n), THREADS, 0, g->stream>>>(g->d, n, g->wet, g->on, g->bad + 1);
   g->early_exit = early_exit;
 }
 
@@ -828,6 +1004,7 @@ static void gpu_set_list(void *x, const int *list, const int counts[4], const in
                          int ndropped) {
   gpu_state *g = on_device(x);
   int n = counts[3], c0 = counts[0], nplain = 0, *h = g->host_list;
+  drop_graph(g);
   send_lists(g, &g->all, list, counts);
   for (int p = 0; p < c0; p++)
     if (g->plain[list[p]])
@@ -874,7 +1051,7 @@ static void gpu_set_list(void *x, const int *list, const int counts[4], const in
   if (ndropped > 0) {
     check(cudaMemcpy(g->dropped, dropped, sizeof(int) * ndropped, cudaMemcpyHostToDevice),
           "dropped leaves");
-    k_drop<<<grid_of((long)ndropped * g->d.P), THREADS>>>(g->d, g->dropped, ndropped);
+    k_drop<<<grid_of((long)ndropped * g->d.P), THREADS, 0, g->stream>>>(g->d, g->dropped, ndropped);
   }
 }
 
@@ -888,32 +1065,39 @@ static void gpu_ghosts(void *x) {
   gpu_state *g = on_device(x);
   const leaf_lists *L = stage_lists(g);
   int n = L->counts[3], M = g->d.M, frame = M + 2 * SWE_GHOST;
+  step_t st = step_of(g);
   if (n == 0)
     return;
-  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS>>>(g->d, L->ghost_list, n);
+  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS, 0, g->stream>>>(g->d, st, L->ghost_list,
+                                                                          n);
   for (int l = g->levels - 2; l >= 0; l--)
     if (L->level_count[l] > 0)
-      k_coarser<<<grid_of((long)L->level_count[l] * 4 * (M / 2)), THREADS>>>(
-          g->d, L->ghost_list, L->level_first[l], L->level_count[l]);
-  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS>>>(g->d, L->ghost_list, n);
+      k_coarser<<<grid_of((long)L->level_count[l] * 4 * (M / 2)), THREADS, 0, g->stream>>>(
+          g->d, st, L->ghost_list, L->level_first[l], L->level_count[l]);
+  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS, 0, g->stream>>>(g->d, st,
+                                                                                L->ghost_list, n);
 }
 
 static void gpu_fluxes(void *x, int speeds) {
   gpu_state *g = on_device(x);
   const leaf_lists *L = stage_lists(g);
   int n = L->counts[2], M = g->d.M;
+  step_t st = step_of(g);
+  cudaStream_t s = g->stream;
   swe_bits *amax = speeds ? g->amax : NULL;
   if (speeds)
-    check(cudaMemsetAsync(g->amax, 0, sizeof(swe_bits) * 2 * g->levels), "wave speeds");
+    check(cudaMemsetAsync(g->amax, 0, sizeof(swe_bits) * 2 * g->levels, s), "wave speeds");
   if (n > 0 && M == 16)
-    k_sweep<16><<<n, SWEEP_THREADS>>>(g->d, L->list, n, amax);
+    k_sweep<16><<<n, SWEEP_THREADS, 0, s>>>(g->d, st, L->list, n, amax);
   else if (n > 0)
-    k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS>>>(g->d, L->list, n, amax);
+    k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS, 0, s>>>(g->d, st, L->list, n,
+                                                                               amax);
   if (g->nplain > 0 && g->stage == 0 && M == 16)
     k_plain_fluxes<16>
-        <<<g->nplain, 16 * 16, plain_tile<16, 2>::bytes()>>>(g->d, g->plain_list, amax);
+        <<<g->nplain, 16 * 16, plain_tile<16, 2>::bytes(), s>>>(g->d, st, g->plain_list, amax);
   else if (g->nplain > 0 && g->stage == 0)
-    k_plain_fluxes<8><<<g->nplain, 8 * 8, plain_tile<8, 2>::bytes()>>>(g->d, g->plain_list, amax);
+    k_plain_fluxes<8>
+        <<<g->nplain, 8 * 8, plain_tile<8, 2>::bytes(), s>>>(g->d, st, g->plain_list, amax);
 }
 
 static void gpu_speeds(void *x, double amax[][2]) {
@@ -929,39 +1113,42 @@ static void gpu_speeds(void *x, double amax[][2]) {
 /* The limiters of the leaves the other passes update, and of the plain leaves next to them;
  * the plain leaves' kernels limit their own cells. */
 static void gpu_limit(void *x, double dt) {
+  (void)dt; /* the clock's */
   gpu_state *g = on_device(x);
   const leaf_lists *L = g->nplain > 0 ? &g->second : &g->all;
   int n = L->counts[1], M = g->d.M;
+  step_t st = step_of(g);
   if (n == 0)
     return;
-  k_limit<<<grid_of((long)n * M * M), THREADS>>>(g->d, L->list, n, (ts_real)dt);
-  k_limit_ghosts<<<grid_of((long)n * 4 * M), THREADS>>>(g->d, L->list, n);
+  k_limit<<<grid_of((long)n * M * M), THREADS, 0, g->stream>>>(g->d, st, L->list, n);
+  k_limit_ghosts<<<grid_of((long)n * 4 * M), THREADS, 0, g->stream>>>(g->d, st, L->list, n);
 }
 
 /* The plain leaves' kernel runs first (it reads the other leaves' state), then the other
  * leaves' updates; after a second stage, the plain leaves' new state moves in place. */
 static void gpu_update(void *x, double dt, int stage, double t_after) {
+  (void)dt, (void)t_after; /* the clock's */
   gpu_state *g = on_device(x);
   int M = g->d.M, np = g->nplain, whole = stage == 1 && np > 0;
   const leaf_lists *L = np > 0 ? &g->second : &g->all;
   int n = L->counts[0];
-  ts_real dt_r = (ts_real)dt;
+  step_t st = step_of(g);
+  cudaStream_t s = g->stream;
+  const int *pl = g->plain_list;
   if (np > 0 && stage == 0 && M == 16)
-    k_plain_update<16><<<np, 16 * 16>>>(g->d, g->plain_list, g->in_plain, dt_r, stage, g->bad);
+    k_plain_update<16><<<np, 16 * 16, 0, s>>>(g->d, st, pl, g->in_plain, stage, g->bad);
   else if (np > 0 && stage == 0)
-    k_plain_update<8><<<np, 8 * 8>>>(g->d, g->plain_list, g->in_plain, dt_r, stage, g->bad);
+    k_plain_update<8><<<np, 8 * 8, 0, s>>>(g->d, st, pl, g->in_plain, stage, g->bad);
   else if (whole && M == 16)
-    k_plain_stage<16><<<np, 16 * 16, plain_tile<16, 3>::bytes()>>>(g->d, g->plain_list, dt_r, stage,
-                                                                   g->bad, t_after, dt);
+    k_plain_stage<16><<<np, 16 * 16, plain_tile<16, 3>::bytes(), s>>>(g->d, st, pl, stage, g->bad);
   else if (whole)
-    k_plain_stage<8><<<np, 8 * 8, plain_tile<8, 3>::bytes()>>>(g->d, g->plain_list, dt_r, stage,
-                                                               g->bad, t_after, dt);
+    k_plain_stage<8><<<np, 8 * 8, plain_tile<8, 3>::bytes(), s>>>(g->d, st, pl, stage, g->bad);
   if (n > 0)
-    k_update<<<grid_of((long)n * M * M), THREADS>>>(g->d, L->list, n, dt_r, stage, g->bad);
+    k_update<<<grid_of((long)n * M * M), THREADS, 0, s>>>(g->d, st, L->list, n, stage, g->bad);
   if (whole && M == 16)
-    k_commit<16><<<grid_of((long)np * M * M), THREADS>>>(g->d, g->plain_list, np);
+    k_commit<16><<<grid_of((long)np * M * M), THREADS, 0, s>>>(g->d, st, pl, np);
   else if (whole)
-    k_commit<8><<<grid_of((long)np * M * M), THREADS>>>(g->d, g->plain_list, np);
+    k_commit<8><<<grid_of((long)np * M * M), THREADS, 0, s>>>(g->d, st, pl, np);
   g->plain_recorded = whole;
   g->stage = stage + 1 < g->d.rk_order ? stage + 1 : 0;
 }
@@ -982,30 +1169,150 @@ static int gpu_take_bad(void *x) {
 
 /* The maps of the updated leaves (but the plain ones where their stage recorded them). */
 static void gpu_record(void *x, double t, double dt) {
+  (void)t, (void)dt; /* the clock's */
   gpu_state *g = on_device(x);
   const leaf_lists *L = g->plain_recorded ? &g->second : &g->all;
   int n = L->counts[0], M = g->d.M;
   if (n > 0)
-    k_record<<<grid_of((long)n * M * M), THREADS>>>(g->d, L->list, n, t, dt);
+    k_record<<<grid_of((long)n * M * M), THREADS, 0, g->stream>>>(g->d, step_of(g), L->list, n);
   check(cudaGetLastError(), "quadtree kernels");
 }
 
 static void gpu_sources(void *x, double dt) {
+  (void)dt; /* the clock's */
   gpu_state *g = on_device(x);
-  k_sources<<<grid_of((long)g->d.owned * g->d.M * g->d.M), THREADS>>>(g->d, g->d.owned, dt);
+  k_sources<<<grid_of((long)g->d.owned * g->d.M * g->d.M), THREADS, 0, g->stream>>>(
+      g->d, g->d.owned, g->clock);
 }
 
 static void gpu_set_rain(void *x, const void *view) {
   gpu_state *g = on_device(x);
   const swe_buq_view *h = (const swe_buq_view *)view;
-  g->d.rain_rate = h->rain_rate;
+  g->d.rain_rate = h->rain_rate; /* (the kernels take it by value) */
+  drop_graph(g);
   if (h->rain)
     check(cudaMemcpy(g->d.rain, h->rain, sizeof(ts_real) * g->nblocks * g->d.M * g->d.M,
                      cudaMemcpyHostToDevice),
           "rain");
 }
 
+/* ------------------------------------------------------------------ runs of steps */
+
+static void gpu_set_step(void *x, double dt, double t_after) {
+  gpu_state *g = on_device(x);
+  k_set_step<<<1, 1, 0, g->stream>>>(g->clock, dt, t_after);
+}
+
+/* The leaves of the next step of a run marked on the device (every leaf is listed). */
+static void mark_run_leaves(gpu_state *g, int early_exit) {
+  int n = g->nblocks;
+  cudaStream_t s = g->stream;
+  k_wet<<<n, THREADS, 0, s>>>(g->d, n, g->wet, early_exit, g->clock);
+  k_choose_run<<<grid_of(n), THREADS, 0, s>>>(g->d, n, g->wet, g->on, g->plain_on, g->in_plain,
+                                              g->was, g->clock);
+  k_drop_flagged<<<n, 128, 0, s>>>(g->d, g->was, g->on, g->clock);
+}
+
+static void gpu_begin_steps(void *x, double t, double target, double stop, double step_max,
+                            int early_exit) {
+  gpu_state *g = on_device(x);
+  k_begin<<<1, 1, 0, g->stream>>>(g->clock, t, target, stop, step_max, g->bad);
+  mark_run_leaves(g, early_exit);
+  g->early_exit = early_exit;
+}
+
+static void gpu_time_step(void *x, double cfl, double dx) {
+  gpu_state *g = on_device(x);
+  k_dt<<<1, 1, 0, g->stream>>>(g->clock, g->amax, g->levels, cfl, dx);
+}
+
+static void gpu_end_step(void *x) {
+  gpu_state *g = on_device(x);
+  if (g->nwatch > 0)
+    k_gather<<<grid_of(g->nwatch), THREADS, 0, g->stream>>>(g->d, g->watch, g->nwatch, g->rows,
+                                                            g->clock);
+  mark_run_leaves(g, g->early_exit);
+  k_end<<<1, 1, 0, g->stream>>>(g->clock, g->bad);
+}
+
+/* Records the passes of one step into a graph (begin = 1; 0 when it has one for this early
+ * exit already, its steps then run from it), or ends the recording. */
+static int gpu_capture_step(void *x, int begin) {
+  gpu_state *g = on_device(x);
+  if (begin && g->graph && g->graph_early_exit == g->early_exit)
+    return 0;
+  if (begin) {
+    drop_graph(g);
+    check(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+    return 1;
+  }
+  cudaGraph_t graph;
+  check(cudaStreamEndCapture(g->stream, &graph), "graph capture");
+  check(cudaGraphInstantiate(&g->graph, graph, 0), "graph instantiation");
+  cudaGraphDestroy(graph);
+  g->graph_early_exit = g->early_exit;
+  return 1;
+}
+
+static void gpu_run_steps(void *x, int n) {
+  gpu_state *g = on_device(x);
+  for (int q = 0; q < n; q++)
+    check(cudaGraphLaunch(g->graph, g->stream), "graph launch");
+}
+
+static void gpu_finish_steps(void *x, swe_buq_steps *out) {
+  gpu_state *g = on_device(x);
+  buq_clock c;
+  check(cudaMemcpyAsync(&c, g->clock, sizeof c, cudaMemcpyDeviceToHost, g->stream), "clock");
+  check(cudaStreamSynchronize(g->stream), "quadtree steps");
+  out->run.taken = g->taken = c.steps;
+  for (int q = 0; q < c.steps; q++)
+    out->run.t[q] = c.log[0][q], out->run.dt[q] = c.log[1][q];
+  out->bad = c.bad, out->collapsed = c.collapsed, out->collapsed_dt = c.dt;
+  if (g->nwatch > 0 && c.steps > 0)
+    check(cudaMemcpy(g->rows_host, g->rows, sizeof(double) * GATHERED * g->nwatch * c.steps,
+                     cudaMemcpyDeviceToHost),
+          "watched cells");
+}
+
+/* The leaves of the last step of a run. */
+static void gpu_leaves_on(void *x, unsigned char *on) {
+  gpu_state *g = on_device(x);
+  check(cudaMemcpy(on, g->was, (size_t)g->nblocks, cudaMemcpyDeviceToHost), "leaves of the step");
+}
+
+static ts_status gpu_watch(void *x, int n, const int64_t *cells) {
+  gpu_state *g = on_device(x);
+  cudaFree(g->watch), cudaFree(g->rows), free(g->rows_host);
+  drop_graph(g);
+  g->watch = NULL, g->rows = NULL, g->rows_host = NULL, g->nwatch = 0;
+  if (n == 0)
+    return TS_OK;
+  size_t rows = sizeof(double) * GATHERED * n * TS_SWE_ADVANCE_MAX;
+  if (cudaMalloc((void **)&g->watch, sizeof(long long) * 2 * n) != cudaSuccess ||
+      cudaMalloc((void **)&g->rows, rows) != cudaSuccess ||
+      !(g->rows_host = (double *)malloc(rows))) {
+    cudaGetLastError();
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory for %d watched cells", n);
+  }
+  check(cudaMemcpy(g->watch, cells, sizeof(long long) * 2 * n, cudaMemcpyHostToDevice),
+        "watched cells");
+  g->nwatch = n;
+  drop_graph(g); /* its gathers are of the cells before */
+  return TS_OK;
+}
+
+static void gpu_watched_to_host(void *x, void *view, int k, const int64_t *cells) {
+  gpu_state *g = (gpu_state *)x;
+  if (k >= 0 && k < g->taken)
+    scatter_cells((swe_buq_view *)view, g->nwatch, cells,
+                  g->rows_host + (size_t)k * GATHERED * g->nwatch);
+}
+
 extern "C" const swe_buq_passes SWE_BUQ_GPU = {
-    gpu_attach, gpu_release,  gpu_upload, gpu_download, gpu_read_cells, gpu_mirror,
-    gpu_choose, gpu_set_list, gpu_ghosts, gpu_fluxes,   gpu_speeds,     gpu_limit,
-    gpu_update, gpu_take_bad, gpu_record, gpu_sources,  gpu_set_rain,   gpu_finish};
+    gpu_attach,    gpu_release,         gpu_upload,       gpu_download,  gpu_read_cells,
+    gpu_mirror,    gpu_choose,          gpu_set_list,     gpu_ghosts,    gpu_fluxes,
+    gpu_speeds,    gpu_limit,           gpu_update,       gpu_take_bad,  gpu_record,
+    gpu_sources,   gpu_set_rain,        gpu_finish,       gpu_set_step,  gpu_begin_steps,
+    gpu_time_step, gpu_end_step,        gpu_capture_step, gpu_run_steps, gpu_finish_steps,
+    gpu_watch,     gpu_watched_to_host, gpu_leaves_on};

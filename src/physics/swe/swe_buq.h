@@ -28,10 +28,18 @@ typedef struct swe_buq_ops {
                       const int *part_rank, const int *part_device);
   void (*destroy)(void *e);
   void (*set_surface)(void *e, const ts_raster *eta);
-  /* One step from t towards target (shortened to land on it), at most step_max long (the rain's
-   * limit, INFINITY): *dt the step, *t_after the time after it; then its rain and losses.
-   * Returns TS_ERR_NUMERIC on a non-finite value or a collapsed step. */
-  ts_status (*step)(void *e, double t, double target, double step_max, double *dt, double *t_after);
+  /* Steps from t towards target (the last shortened to land on it), each at most step_max long
+   * (the rain's limit, INFINITY), with its rain and losses, as ts_swe_advance takes them: a
+   * grid in one part on a GPU takes up to max_steps (at most TS_SWE_ADVANCE_MAX), ending after
+   * the first that reaches stop, on the device; otherwise one step. Returns TS_ERR_NUMERIC on
+   * a non-finite value or a collapsed step. */
+  ts_status (*advance)(void *e, double t, double target, double stop, double step_max,
+                       int max_steps, ts_swe_run *out);
+  /* The finest cells (i[q], j[q]) whose values every step of advance keeps (gauges);
+   * probe_step gives probe's values after step k of the last advance, of watched cells. */
+  ts_status (*watch)(void *e, int n, const int *i, const int *j);
+  void (*probe_step)(const void *e, int k, int n, const int *i, const int *j, const ts_swe_var *var,
+                     double *out);
   /* The rain of a frame from now on: a grid of rates (m/s, the bed's geometry, NODATA: none;
    * each cell takes the mean over its bed cells) or, grid NULL, the uniform rate. Returns the
    * rate summed over the active cells, each times its area in finest cells (the budget's rain
@@ -81,6 +89,14 @@ typedef struct swe_buq_ops {
  * and losses) run on the part's own leaves; take_bad returns and clears the non-finite flag of
  * the updates; set_rain takes the view's rain (array and rate); finish waits for the work
  * queued on the device (NULL: none is queued). */
+/* A run of steps on a device: its steps, and whether it ended on a non-finite value or a
+ * collapsed step (of length collapsed_dt). */
+typedef struct swe_buq_steps {
+  ts_swe_run run;
+  int bad, collapsed;
+  double collapsed_dt;
+} swe_buq_steps;
+
 typedef struct swe_buq_passes {
   ts_status (*attach)(void **x, const void *view, int nblocks, int levels, int device);
   void (*release)(void *x);
@@ -102,6 +118,32 @@ typedef struct swe_buq_passes {
   void (*sources)(void *x, double dt);
   void (*set_rain)(void *x, const void *view);
   void (*finish)(void *x);
+  /* The device's passes (NULL on the CPU) take the step's length and end time from a clock in
+   * device memory, not from their arguments: set_step gives them (steps the host drives), or a
+   * run of steps keeps them there (a part alone in its process): begin_steps starts it from t
+   * towards target (steps shortened to land on it, none longer than step_max), ending after the
+   * first step that reaches stop, the leaves of its first step marked on the device, where
+   * every leaf is then listed (set_list once with all of them) and the passes skip those out of
+   * the step; in each step time_step computes its length from the wave speeds after the first
+   * stage's fluxes, and end_step (after the maps and sources) records the watched cells, marks
+   * the next step's leaves and ends the run after a non-finite value, at stop or target, or
+   * after TS_SWE_ADVANCE_MAX steps (the passes of later steps do nothing). capture_step(x, 1)
+   * starts recording the passes of one step into a CUDA graph, returning 0 when the part has
+   * one already, capture_step(x, 0) ends it; run_steps launches the graph n times;
+   * finish_steps waits and reports. watch: the cells (pairs as read_cells') whose values each
+   * step of a run keeps; watched_to_host puts those after step k of the last run into the
+   * host's view; leaves_on gives the leaves of the last step of the last run. */
+  void (*set_step)(void *x, double dt, double t_after);
+  void (*begin_steps)(void *x, double t, double target, double stop, double step_max,
+                      int early_exit);
+  void (*time_step)(void *x, double cfl, double dx);
+  void (*end_step)(void *x);
+  int (*capture_step)(void *x, int begin);
+  void (*run_steps)(void *x, int n);
+  void (*finish_steps)(void *x, swe_buq_steps *out);
+  ts_status (*watch)(void *x, int n, const int64_t *cells);
+  void (*watched_to_host)(void *x, void *view, int k, const int64_t *cells);
+  void (*leaves_on)(void *x, unsigned char *on);
 } swe_buq_passes;
 
 #if TESSERA_HAVE_CUDA
