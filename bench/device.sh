@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -335,33 +335,89 @@ if [ "$what" = buq-profile ]; then
 fi
 
 # Malpasset 10 m on a one-level quadtree (issue 18), GPU 0: steps on the device (one partition)
-# against steps the host drives (two partitions), the same max_h.asc bytes; then where the device
-# steps' time goes (Nsight Systems' kernel summary of the first 1000 s, when nsys is there).
+# against steps the host drives (two partitions), the same bytes; and against the uniform grid,
+# snapshot by snapshot (every 250 s), the first time their depths differ.
 if [ "$what" = buq-malpasset ]; then
   m=$root/examples/malpasset
   d=$m/data
-  mal=(--quiet --set parallel.backend=cuda --set parallel.devices=0 --set grid.type=buq
+  mal=(--quiet --set parallel.backend=cuda --set parallel.devices=0
     --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz"
     --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.formats=asc
-    --set output.times=4000)
+    --set output.times=250,500,750,1000,1250,1500,1750,2000,2500,3000,3500,4000)
   {
-    for run in "one|" "two|--set parallel.subdomains=2 --set parallel.balance=off"; do
+    for run in "one|--set grid.type=buq" \
+      "two|--set grid.type=buq --set parallel.subdomains=2 --set parallel.balance=off" \
+      "uniform|"; do
       # shellcheck disable=SC2086
       "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} --out "$out/malbuq_${run%%|*}"
-      echo "== malpasset 10 m, quadtree, ${run%%|*} partition(s): $(grep -E '"(wall_s|steps)"' \
+      echo "== malpasset 10 m, ${run%%|*}: $(grep -E '"(wall_s|steps)"' \
         "$out/malbuq_${run%%|*}/summary.json" | tr -d ' \n')"
     done
     cmp "$out/malbuq_one/max_h.asc" "$out/malbuq_two/max_h.asc" &&
       cmp "$out/malbuq_one/gauges.csv" "$out/malbuq_two/gauges.csv" &&
       echo "malpasset quadtree: device steps and host-driven steps write the same bytes"
-    if command -v nsys >/dev/null; then
-      nsys profile --stats=false -o /tmp/malbuq "$T" run "$m/malpasset.ini" "${mal[@]}" \
-        --set time.end=1000 --set output.times=1000 --out /tmp/malbuq_prof >/dev/null 2>&1
-      nsys stats --report cuda_gpu_kern_sum --format csv /tmp/malbuq.nsys-rep 2>/dev/null |
-        cut -d, -f1-4,9 | head -40
-    fi
+    for f in "$out"/malbuq_uniform/h_t*.asc "$out"/malbuq_uniform/max_h.asc; do
+      cmp "$f" "$out/malbuq_one/$(basename "$f")" >/dev/null && echo "same: $(basename "$f")" ||
+        { echo "differ: $(basename "$f") $(cmp "$f" "$out/malbuq_one/$(basename "$f")")"; break; }
+    done
   } 2>&1 | tee "$out/buq_malpasset.log"
-  rm -f "$out"/malbuq_*/*_t*.asc
+  rm -f "$out"/malbuq_*/*.asc
+fi
+
+# The 1.45 M-cell circular dam break of buq-gpus on GPU 0 (issue 18): steps on the device (one
+# partition) against steps the host drives (two partitions), then the kernels of two steps about
+# step 2000 under Nsight Compute (durations only).
+if [ "$what" = buq-circular ]; then
+  c=/tmp/circ4096
+  sh "$root/examples/circular_dambreak/make_case.sh" 4096 $c >/dev/null &&
+    cp "$root/examples/circular_dambreak/circular_dambreak.ini" $c/
+  circ=(--quiet --set grid.type=buq --set grid.refine_slope=0.05 --set time.end=10
+    --set output.times=10 --set output.formats=asc --set parallel.backend=cuda
+    --set parallel.devices=0 --set grid.levels=3 --set grid.refine_water=16)
+  {
+    for run in "one|" "two|--set parallel.subdomains=2 --set parallel.balance=off" \
+      "one_no_exit|--set parallel.early_exit=off"; do
+      # shellcheck disable=SC2086
+      "$T" run $c/circular_dambreak.ini "${circ[@]}" ${run#*|} --out "$out/circ_${run%%|*}"
+      echo "== circular 4096, 3 levels, ${run%%|*}: $(grep -E '"(wall_s|steps)"' \
+        "$out/circ_${run%%|*}/summary.json" | tr -d ' \n')"
+    done
+    cmp "$out/circ_one/max_h.asc" "$out/circ_two/max_h.asc" && echo "circular: the same max_h.asc"
+    ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 20000 \
+      --launch-count 56 --print-summary per-kernel "$T" run $c/circular_dambreak.ini \
+      "${circ[@]}" --set time.end=5 --set output.times=5 --out /tmp/circ_prof |
+      grep -E "^  [a-z]|gpu__time_duration" | sed 's/(swe_buq_view.*) (/ (/'
+  } 2>&1 | tee "$out/buq_circular.log"
+  rm -f "$out"/circ_*/*.asc
+fi
+
+# Malpasset on 5 m cells (issue 18's time to the same accuracy; the grids of
+# examples/malpasset/make_5m.sh in examples/malpasset/data/5m, carried along): the uniform grid,
+# the quadtree of 4 levels (5 to 40 m) refined where a 10 m run's flood reached, and refined where
+# the bed is steeper than 5 %; GPU 0, 4000 s, float; each run's wall times, cells, survey MAE and
+# arrival times against the uniform grid's.
+if [ "$what" = buq-5m ]; then
+  m=$root/examples/malpasset
+  d=$m/data/5m
+  mal=(--quiet --set parallel.backend=cuda --set parallel.devices=0
+    --set swe.bed="$d/malpasset_dem_5m_nodata.asc.gz"
+    --set swe.initial_surface="$d/malpasset_eta0_5m.asc.gz" --set output.formats=asc
+    --set output.times=4000)
+  {
+    for run in "uniform|" \
+      "flood|--set grid.type=buq --set grid.levels=4 --set grid.refine=$d/malpasset_refine_5m.asc.gz" \
+      "slope|--set grid.type=buq --set grid.levels=4 --set grid.refine_slope=0.05"; do
+      name=${run%%|*}
+      # shellcheck disable=SC2086
+      /usr/bin/time -f "total %e s" "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} \
+        --out "$out/mal5_$name" 2>&1 | tail -1
+      echo "== malpasset 5 m $name: $(grep -E '"(wall_s|steps|cells)"' \
+        "$out/mal5_$name/summary.json" | tr -d ' \n')"
+      python3 "$root/scripts/survey_mae.py" "$out/mal5_$name" --against "$out/mal5_uniform"
+    done
+  } 2>&1 | tee "$out/buq_5m.log"
+  rm -f "$out"/mal5_*/*_t*.asc "$out"/mal5_*/h*.asc "$out"/mal5_*/max_[hs]*.asc \
+    "$out"/mal5_*/duration.asc
 fi
 
 # RMCRT over the GPUs (issue 21): 256^3 x 100 rays on GPU 0 and on every GPU (one host thread per
