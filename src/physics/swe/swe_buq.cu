@@ -1243,21 +1243,17 @@ static int gpu_capture_step(void *x, int begin) {
     return 0;
   if (begin) {
     drop_graph(g);
-    check(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+    graph_begin(g->stream);
     return 1;
   }
-  cudaGraph_t graph;
-  check(cudaStreamEndCapture(g->stream, &graph), "graph capture");
-  check(cudaGraphInstantiate(&g->graph, graph, 0), "graph instantiation");
-  cudaGraphDestroy(graph);
+  g->graph = graph_end(g->stream);
   g->graph_early_exit = g->early_exit;
   return 1;
 }
 
 static void gpu_run_steps(void *x, int n) {
   gpu_state *g = on_device(x);
-  for (int q = 0; q < n; q++)
-    check(cudaGraphLaunch(g->graph, g->stream), "graph launch");
+  graph_launch(g->graph, g->stream, n);
 }
 
 static void gpu_finish_steps(void *x, swe_buq_steps *out) {

@@ -153,6 +153,27 @@ static inline swe_gpu *use(const swe_part *s) {
 
 static inline void check(cudaError_t e, const char *what) { ts_gpu_check((int)e, what); }
 
+/* A step's passes as a CUDA graph (steps that run without the host): graph_begin records what
+ * is queued on the stream from then on, graph_end makes it a graph to launch, graph_launch
+ * launches it n times on the stream. */
+static inline void graph_begin(cudaStream_t stream) {
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+}
+
+static inline cudaGraphExec_t graph_end(cudaStream_t stream) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  check(cudaStreamEndCapture(stream, &graph), "graph capture");
+  check(cudaGraphInstantiate(&exec, graph, 0), "graph instantiation");
+  cudaGraphDestroy(graph);
+  return exec;
+}
+
+static inline void graph_launch(cudaGraphExec_t exec, cudaStream_t stream, int n) {
+  for (int k = 0; k < n; k++)
+    check(cudaGraphLaunch(exec, stream), "graph launch");
+}
+
 struct region_t {
   int i0, i1, j0, j1;
 };

@@ -586,20 +586,16 @@ static int gpu_capture_step(swe_part *s, int begin) {
   if (begin) {
     if (g->graph)
       return 0;
-    check(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+    graph_begin(g->stream);
     return 1;
   }
-  cudaGraph_t graph;
-  check(cudaStreamEndCapture(g->stream, &graph), "graph capture");
-  check(cudaGraphInstantiate(&g->graph, graph, 0), "graph instantiation");
-  cudaGraphDestroy(graph);
+  g->graph = graph_end(g->stream);
   return 0;
 }
 
 static void gpu_run_steps(swe_part *s, int n) {
   swe_gpu *g = use(s);
-  for (int k = 0; k < n; k++)
-    check(cudaGraphLaunch(g->graph, g->stream), "graph launch");
+  graph_launch(g->graph, g->stream, n);
 }
 
 static void gpu_finish_steps(swe_part *s, swe_steps_report *report) {
