@@ -73,6 +73,7 @@ typedef struct gpu_state {
   unsigned char *in_plain;     /* device: 1 for the leaves of plain_list */
   int stage;                   /* the stage the next passes belong to */
   int plain_recorded;          /* the last stage recorded the plain leaves' maps */
+  int maps_done;               /* ... and the other leaves' */
   unsigned char *plain, *mark; /* host: plain leaves; scratch */
   ts_buq_block *host_blocks;
   int *level_of;             /* host: each leaf's level */
@@ -124,21 +125,6 @@ static __global__ void k_choose(swe_buq_view v, int nblocks, const unsigned char
     *changed = 1, on[k] = now;
 }
 
-/* The same in a run of steps, where every leaf is listed: the leaves of the step before kept
- * (was: those leaving the step are dropped), and which plain leaves are in it (in_plain). */
-static __global__ void k_choose_run(swe_buq_view v, int nblocks, const unsigned char *wet,
-                                    unsigned char *on, const unsigned char *plain,
-                                    unsigned char *in_plain, unsigned char *was,
-                                    const buq_clock *clock) {
-  int k = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (k >= nblocks || clock->idle)
-    return;
-  unsigned char now = (unsigned char)buq_leaf_on(v.blocks, wet, k);
-  was[k] = on[k];
-  on[k] = now;
-  in_plain[k] = plain[k] && now;
-}
-
 /* Element e of a dropped leaf: zero fluxes and limiter 1 (its neighbours read them). */
 __device__ static inline void drop_element(const swe_buq_view *v, swe_idx e) {
   for (int c = 0; c < 3; c++)
@@ -146,22 +132,31 @@ __device__ static inline void drop_element(const swe_buq_view *v, swe_idx e) {
   v->drain[e] = SWE_R(1);
 }
 
+/* The same in a run of steps, where every leaf is listed, a thread block per leaf: the leaves of
+ * the step before kept (was), which plain leaves are in the step (in_plain), and a leaf that
+ * leaves it dropped. */
+static __global__ void k_mark_run(swe_buq_view v, const unsigned char *wet, unsigned char *on,
+                                  const unsigned char *plain, unsigned char *in_plain,
+                                  unsigned char *was, const buq_clock *clock) {
+  __shared__ bool dropped;
+  int k = blockIdx.x;
+  if (clock->idle)
+    return;
+  if (threadIdx.x == 0) {
+    unsigned char now = (unsigned char)buq_leaf_on(v.blocks, wet, k), before = on[k];
+    was[k] = before, on[k] = now, in_plain[k] = plain[k] && now;
+    dropped = before && !now;
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < v.P && dropped; c += blockDim.x)
+    drop_element(&v, (swe_idx)k * v.P + c);
+}
+
 /* Dropped leaves (a list: steps the host drives). */
 static __global__ void k_drop(swe_buq_view v, const int *dropped, int n) {
   long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (t < (long)n * v.P)
     drop_element(&v, (swe_idx)dropped[t / v.P] * v.P + (swe_idx)(t % v.P));
-}
-
-/* Dropped leaves (in the step before, not in this one: runs of steps), a thread block per
- * leaf. */
-static __global__ void k_drop_flagged(swe_buq_view v, const unsigned char *was,
-                                      const unsigned char *on, const buq_clock *clock) {
-  int k = blockIdx.x;
-  if (clock->idle || !was[k] || on[k])
-    return;
-  for (int c = threadIdx.x; c < v.P; c += blockDim.x)
-    drop_element(&v, (swe_idx)k * v.P + c);
 }
 
 /* Copies and restrictions: a thread per (leaf, side, layer, position). */
@@ -288,16 +283,19 @@ static __global__ void k_limit_ghosts(swe_buq_view v, step_t st, const int *list
     buq_drain_ghost(&v, list[t / per], (t % per) / v.M, (t % per) % v.M);
 }
 
+/* The update of a stage; with `record`, the step's last stage also records the maps. */
 static __global__ void k_update(swe_buq_view v, step_t st, const int *list, int n, int stage,
-                                int *bad) {
+                                int record, int *bad) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
   if (t >= n * MM)
     return;
   int k = list[t / MM], i = (t % MM) % v.M, j = (t % MM) / v.M;
-  if (skip(st, k))
+  if (skip(st, k) || !v.active[buq_cell(&v, k, i, j)])
     return;
-  if (v.active[buq_cell(&v, k, i, j)] && buq_update_cell(&v, k, i, j, (ts_real)st.clock->dt, stage))
+  if (buq_update_cell(&v, k, i, j, (ts_real)st.clock->dt, stage))
     *bad = 1;
+  if (record)
+    buq_record_cell(&v, k, i, j, st.clock->t_after, st.clock->dt);
 }
 
 /* Rain and losses on every leaf of the part. */
@@ -314,17 +312,11 @@ static __global__ void k_record(swe_buq_view v, step_t st, const int *list, int 
                     st.clock->dt);
 }
 
-/* The maps and state of n cells (window element, maps' element) into `out`, 11 doubles per
- * cell: the 6 maps, then w, hu, hv, u, v in the working precision. With a clock (the watched
- * cells of a run of steps), into the row of its step. */
+/* The maps and state of cell q of `cells` (window element, maps' element) into `out`, 11 doubles
+ * per cell: the 6 maps, then w, hu, hv, u, v in the working precision. */
 enum { GATHERED = 11 };
-static __global__ void k_gather(swe_buq_view v, const long long *cells, int n, double *out,
-                                const buq_clock *clock) {
-  int q = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-  if (q >= n || (clock && clock->idle))
-    return;
-  if (clock)
-    out += (size_t)clock->steps * GATHERED * n;
+__device__ static void gather_cell(const swe_buq_view &v, const long long *cells, int q,
+                                   double *out) {
   swe_idx c = (swe_idx)cells[2 * q], m = (swe_idx)cells[2 * q + 1];
   double *d = out + GATHERED * q;
   const double *maps[SWE_BUQ_NMAPS] = {v.max_h,   v.max_speed, v.arrival,
@@ -333,6 +325,13 @@ static __global__ void k_gather(swe_buq_view v, const long long *cells, int n, d
     d[k] = maps[k][m];
   ts_real *r = (ts_real *)(d + 6);
   r[0] = v.w[c], r[1] = v.hu[c], r[2] = v.hv[c], r[3] = v.u[c], r[4] = v.v[c];
+}
+
+/* ... of n cells (read_cells). */
+static __global__ void k_gather(swe_buq_view v, const long long *cells, int n, double *out) {
+  int q = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  if (q < n)
+    gather_cell(v, cells, q, out);
 }
 
 /* ------------------------------------------------------------------ the clock */
@@ -374,12 +373,19 @@ static __global__ void k_dt(buq_clock *clock, const swe_bits *amax, int levels, 
   clock->t_after = t_after;
 }
 
-/* The end of a step of a run: logged, the clock at its end; the run ends after a non-finite
- * value, at its stop or target time, or when its log is full. */
-static __global__ void k_end(buq_clock *clock, const int *bad) {
+/* The end of a step of a run (a thread block): the watched cells into the row of the step
+ * (rows, n cells), the step logged, the clock at its end; the run ends after a non-finite value,
+ * at its stop or target time, or when its log is full. */
+static __global__ void k_end(buq_clock *clock, const int *bad, swe_buq_view v,
+                             const long long *watch, int n, double *rows) {
   if (clock->idle)
     return;
   int slot = clock->steps;
+  for (int q = threadIdx.x; q < n; q += blockDim.x)
+    gather_cell(v, watch, q, rows + (size_t)slot * GATHERED * n);
+  __syncthreads();
+  if (threadIdx.x != 0)
+    return;
   clock->log[0][slot] = clock->t_after;
   clock->log[1][slot] = clock->dt;
   clock->t = clock->t_after;
@@ -842,7 +848,7 @@ static void gpu_read_cells(void *x, void *view, int n, const int64_t *cells) {
   }
   check(cudaMemcpy(g->probe, cells, in, cudaMemcpyHostToDevice), "probed cells");
   k_gather<<<grid_of(n), THREADS, 0, g->stream>>>(g->d, (const long long *)g->probe, n,
-                                                  (double *)(g->probe + in), NULL);
+                                                  (double *)(g->probe + in));
   check(cudaMemcpy(values, g->probe + in, sizeof(double) * GATHERED * n, cudaMemcpyDeviceToHost),
         "probed values");
   scatter_cells((swe_buq_view *)view, n, cells, values);
@@ -1143,8 +1149,11 @@ static void gpu_update(void *x, double dt, int stage, double t_after) {
     k_plain_stage<16><<<np, 16 * 16, plain_tile<16, 3>::bytes(), s>>>(g->d, st, pl, stage, g->bad);
   else if (whole)
     k_plain_stage<8><<<np, 8 * 8, plain_tile<8, 3>::bytes(), s>>>(g->d, st, pl, stage, g->bad);
+  /* the other leaves' maps with their last stage when they are the leaves the maps want */
+  g->maps_done = stage + 1 == g->d.rk_order && (np == 0 || whole);
   if (n > 0)
-    k_update<<<grid_of((long)n * M * M), THREADS, 0, s>>>(g->d, st, L->list, n, stage, g->bad);
+    k_update<<<grid_of((long)n * M * M), THREADS, 0, s>>>(g->d, st, L->list, n, stage, g->maps_done,
+                                                          g->bad);
   if (whole && M == 16)
     k_commit<16><<<grid_of((long)np * M * M), THREADS, 0, s>>>(g->d, st, pl, np);
   else if (whole)
@@ -1173,7 +1182,7 @@ static void gpu_record(void *x, double t, double dt) {
   gpu_state *g = on_device(x);
   const leaf_lists *L = g->plain_recorded ? &g->second : &g->all;
   int n = L->counts[0], M = g->d.M;
-  if (n > 0)
+  if (n > 0 && !g->maps_done)
     k_record<<<grid_of((long)n * M * M), THREADS, 0, g->stream>>>(g->d, step_of(g), L->list, n);
   check(cudaGetLastError(), "quadtree kernels");
 }
@@ -1208,9 +1217,7 @@ static void mark_run_leaves(gpu_state *g, int early_exit) {
   int n = g->nblocks;
   cudaStream_t s = g->stream;
   k_wet<<<n, THREADS, 0, s>>>(g->d, n, g->wet, early_exit, g->clock);
-  k_choose_run<<<grid_of(n), THREADS, 0, s>>>(g->d, n, g->wet, g->on, g->plain_on, g->in_plain,
-                                              g->was, g->clock);
-  k_drop_flagged<<<n, 128, 0, s>>>(g->d, g->was, g->on, g->clock);
+  k_mark_run<<<n, 128, 0, s>>>(g->d, g->wet, g->on, g->plain_on, g->in_plain, g->was, g->clock);
 }
 
 static void gpu_begin_steps(void *x, double t, double target, double stop, double step_max,
@@ -1228,11 +1235,8 @@ static void gpu_time_step(void *x, double cfl, double dx) {
 
 static void gpu_end_step(void *x) {
   gpu_state *g = on_device(x);
-  if (g->nwatch > 0)
-    k_gather<<<grid_of(g->nwatch), THREADS, 0, g->stream>>>(g->d, g->watch, g->nwatch, g->rows,
-                                                            g->clock);
-  mark_run_leaves(g, g->early_exit);
-  k_end<<<1, 1, 0, g->stream>>>(g->clock, g->bad);
+  mark_run_leaves(g, g->early_exit); /* (the watched cells' values do not change) */
+  k_end<<<1, THREADS, 0, g->stream>>>(g->clock, g->bad, g->d, g->watch, g->nwatch, g->rows);
 }
 
 /* Records the passes of one step into a graph (begin = 1; 0 when it has one for this early
