@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-cell] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -364,6 +364,125 @@ if [ "$what" = buq-malpasset ]; then
   rm -f "$out"/malbuq_*/*.asc
 fi
 
+# Malpasset 10 m to 3500 s on the CPU (every core), on GPU 0 and on one quadtree level on GPU 0:
+# the depths at 3000 and 3500 s compared byte for byte, the GPUs' gzipped into $OUT (issue 18).
+if [ "$what" = malpasset-trace ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  for run in "gpu|--set parallel.backend=cuda --set parallel.devices=0" \
+    "buq|--set parallel.backend=cuda --set parallel.devices=0 --set grid.type=buq" \
+    "cpu|--set parallel.backend=cpu"; do
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=$(nproc) "$T" run "$m/malpasset.ini" --quiet --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" \
+      --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.formats=asc \
+      --set time.end=3500 --set output.times=3000,3500 ${run#*|} --out "$out/trace_${run%%|*}"
+    echo "== malpasset 10 m to 3500 s, ${run%%|*}: $(grep -E '"(wall_s|steps)"' \
+      "$out/trace_${run%%|*}/summary.json" | tr -d ' \n')"
+  done 2>&1 | tee "$out/malpasset_trace.log"
+  for f in h_t003000 hu_t003000 h_t003500 hu_t003500 max_h; do
+    for run in gpu buq; do
+      cmp "$out/trace_cpu/$f.asc" "$out/trace_$run/$f.asc" >/dev/null && echo "same: cpu, $run $f" ||
+        echo "differ: cpu, $run $f"
+    done
+  done 2>&1 | tee -a "$out/malpasset_trace.log"
+  for run in gpu buq cpu; do
+    gzip "$out/trace_$run/h_t003500.asc" && mv "$out/trace_$run/h_t003500.asc.gz" "$out/${run}_h_t003500.asc.gz"
+  done
+  rm -rf "$out"/trace_*
+fi
+
+# The uniform grid's GPU engines on Malpasset 10 m to 3500 s against one quadtree level on GPU 0
+# (which equals the CPU there, malpasset-trace): early exit off, two subdomains (steps driven by
+# the host), the row engine; where each run's depths at 3500 s differ (issue 18).
+if [ "$what" = malpasset-engines ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  for run in "buq|--set grid.type=buq" "tiles|" "noexit|--set parallel.early_exit=off" \
+    "two|--set parallel.subdomains=2" "rows|--set parallel.gpu_kernels=rows"; do
+    # shellcheck disable=SC2086
+    "$T" run "$m/malpasset.ini" --quiet --set parallel.backend=cuda --set parallel.devices=0 \
+      --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" --set output.formats=asc \
+      --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set time.end=3500 \
+      --set output.times=3000,3500 ${run#*|} --out "$out/eng_${run%%|*}"
+    echo "== ${run%%|*}: $(grep -E '"(wall_s|steps)"' "$out/eng_${run%%|*}/summary.json" | tr -d ' \n')"
+    [ "${run%%|*}" = buq ] ||
+      python3 "$root/scripts/asc_diff.py" "$out/eng_buq/h_t003500.asc" "$out/eng_${run%%|*}/h_t003500.asc"
+  done 2>&1 | tee "$out/malpasset_engines.log"
+  rm -rf "$out"/eng_*
+fi
+
+# Where the uniform grid's GPU engines first depart from the CPU on Malpasset 10 m: a checkpoint
+# at 3000 s from GPU 0 (the CPU's bytes there, malpasset-trace), then 3000 to 3500 s from it on
+# GPU 0 and on the CPU with the depths and discharges every 10 s; the first time they differ
+# and its cells (issue 18).
+if [ "$what" = malpasset-first ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  mal=(--quiet --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" --set output.formats=asc
+    --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz")
+  "$T" run "$m/malpasset.ini" "${mal[@]}" --set parallel.backend=cuda --set parallel.devices=0 \
+    --set time.end=3001 --set output.times=3000 --set output.checkpoint_interval=3000 \
+    --out "$out/first_start"
+  times=$(seq -s, 3010 10 3500)
+  for run in "gpu|--set parallel.backend=cuda --set parallel.devices=0" \
+    "cpu|--set parallel.backend=cpu"; do
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=$(nproc) "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} \
+      --restart "$out/first_start/checkpoint_t003000.tsc" --set time.end=3500 \
+      --set output.times="$times" --out "$out/first_${run%%|*}"
+  done
+  for t in $(seq 3010 10 3500); do
+    f=$(printf "%06d" "$t")
+    for q in h hu hv; do
+      if ! cmp -s "$out/first_cpu/${q}_t$f.asc" "$out/first_gpu/${q}_t$f.asc"; then
+        echo "first difference at t = $t s, $q (cpu, then gpu):"
+        python3 "$root/scripts/asc_diff.py" "$out/first_cpu/${q}_t$f.asc" "$out/first_gpu/${q}_t$f.asc"
+        found=1
+      fi
+    done
+    [ -n "${found:-}" ] && break
+  done 2>&1 | tee "$out/malpasset_first.log"
+  rm -rf "$out"/first_*
+fi
+
+# The cell where malpasset-first found the first difference (column 1673, row 305, t = 3050 s) and
+# its neighbours as gauges, recorded every step from 3000 to 3050 s on GPU 0 and on the CPU, as
+# there (from GPU 0's checkpoint at 3000 s, snapshots every 10 s): the first step whose records
+# differ (issue 18).
+if [ "$what" = malpasset-cell ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  g=$out/cell_gauges.csv
+  { echo "id,x,y"
+    for c in "C,0,0" "W,-1,0" "E,1,0" "S,0,1" "SS,0,2" "SW,-1,1" "SE,1,1" "WW,-2,0"; do
+      IFS=, read -r id di dj <<<"$c"
+      echo "$id,$((500 + (1673 + di) * 10 + 5)),$((-2380 + (924 - 1 - 305 - dj) * 10 + 5))"
+    done; } >"$g"
+  mal=(--quiet --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" --set output.formats=asc
+    --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.gauges="$g")
+  "$T" run "$m/malpasset.ini" "${mal[@]}" --set parallel.backend=cuda --set parallel.devices=0 \
+    --set time.end=3001 --set output.times=3000 --set output.checkpoint_interval=3000 \
+    --out "$out/cell_start"
+  for run in "gpu|--set parallel.backend=cuda --set parallel.devices=0" \
+    "cpu|--set parallel.backend=cpu"; do
+    # shellcheck disable=SC2086
+    OMP_NUM_THREADS=$(nproc) "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} \
+      --restart "$out/cell_start/checkpoint_t003000.tsc" --set time.end=3050 \
+      --set output.times=3010,3020,3030,3040,3050 --out "$out/cell_${run%%|*}"
+  done
+  { diff "$out/cell_cpu/gauges.csv" "$out/cell_gpu/gauges.csv" | head -40
+    for q in h hu hv; do
+      echo "$q at 3050 s (cpu, then gpu):"
+      python3 "$root/scripts/asc_diff.py" "$out/cell_cpu/${q}_t003050.asc" "$out/cell_gpu/${q}_t003050.asc"
+    done
+    grep -E '^3050|^3049' "$out/cell_cpu/gauges.csv" | grep -E ',C,|,E,'
+    grep -E '^3050|^3049' "$out/cell_gpu/gauges.csv" | grep -E ',C,|,E,'; } 2>&1 | tee "$out/malpasset_cell.log"
+  line=$(cmp "$out/cell_cpu/gauges.csv" "$out/cell_gpu/gauges.csv" | sed -n 's/.*line \([0-9]*\).*/\1/p')
+  [ -n "$line" ] && sed -n "$((line - 24)),$((line + 8))p" "$out/cell_cpu/gauges.csv" >"$out/cell_cpu.csv"
+  [ -n "$line" ] && sed -n "$((line - 24)),$((line + 8))p" "$out/cell_gpu/gauges.csv" >"$out/cell_gpu.csv"
+  rm -rf "$out"/cell_start "$out"/cell_cpu "$out"/cell_gpu
+fi
+
 # The 1.45 M-cell circular dam break of buq-gpus on GPU 0 (issue 18): steps on the device (one
 # partition) against steps the host drives (two partitions), then the kernels of two steps about
 # step 2000 under Nsight Compute (durations only).
@@ -415,6 +534,14 @@ if [ "$what" = buq-5m ]; then
         "$out/mal5_$name/summary.json" | tr -d ' \n')"
       python3 "$root/scripts/survey_mae.py" "$out/mal5_$name" --against "$out/mal5_uniform"
     done
+    # the uniform 10 m grid against the uniform 5 m one
+    "$T" run "$m/malpasset.ini" --quiet --set parallel.backend=cuda --set parallel.devices=0 \
+      --set swe.bed="$m/data/malpasset_dem_10m_nodata.asc.gz" --set output.formats=asc \
+      --set swe.initial_surface="$m/data/malpasset_eta0_10m.asc.gz" --set output.times=4000 \
+      --out "$out/mal5_ten"
+    echo "== malpasset 10 m uniform: $(grep -E '"(wall_s|steps)"' "$out/mal5_ten/summary.json" |
+      tr -d ' \n')"
+    python3 "$root/scripts/survey_mae.py" "$out/mal5_ten" --against "$out/mal5_uniform"
   } 2>&1 | tee "$out/buq_5m.log"
   rm -f "$out"/mal5_*/*_t*.asc "$out"/mal5_*/h*.asc "$out"/mal5_*/max_[hs]*.asc \
     "$out"/mal5_*/duration.asc

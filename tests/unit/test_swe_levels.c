@@ -13,8 +13,8 @@
 #include <stdlib.h>
 
 typedef double ts_real;
+#define TS_REAL_DOUBLE 1
 #define SWE_SQRT sqrt
-#define SWE_CBRT cbrt
 #include "physics/swe/swe_levels.h"
 #include "unit/check.h"
 

@@ -45,13 +45,11 @@
 #if TS_REAL_DOUBLE
 typedef double ts_real;
 #define SWE_SQRT sqrt
-#define SWE_CBRT cbrt
 #define SWE_BUQ_OPS swe_buq_ops_double
 #define SWE_BUQ_GPU swe_buq_gpu_double
 #else
 typedef float ts_real;
 #define SWE_SQRT sqrtf
-#define SWE_CBRT cbrtf
 #define SWE_BUQ_OPS swe_buq_ops_float
 #define SWE_BUQ_GPU swe_buq_gpu_float
 #endif

@@ -6,7 +6,7 @@
  * as a part's (swe_internal.h): M x M cells, a frame of SWE_GHOST cells and corner points one
  * further, so the stage functions of swe_stage.h run on it unchanged.
  *
- * The includer defines ts_real, SWE_SQRT, SWE_CBRT and swe_idx (as for swe_stage.h). */
+ * The includer defines ts_real, TS_REAL_DOUBLE, SWE_SQRT and swe_idx (as for swe_stage.h). */
 #ifndef TESSERA_SWE_BUQ_LEAF_H
 #define TESSERA_SWE_BUQ_LEAF_H
 

@@ -9,9 +9,13 @@
  * a lake at rest exactly at rest also where the shoreline cuts through cells, which plain KP07
  * does not. Positivity is kept by the caller's outflow limiter ("draining time step").
  *
- * The includer defines ts_real (float or double) and SWE_SQRT before including this file. */
+ * The includer defines ts_real (float or double), TS_REAL_DOUBLE (1 for double) and SWE_SQRT
+ * before including this file. */
 #ifndef TESSERA_SWE_CELL_H
 #define TESSERA_SWE_CELL_H
+
+#include <stdint.h>
+#include <string.h>
 
 #include "core/hd.h"
 
@@ -134,13 +138,44 @@ TS_HD static inline ts_real swe_bed_source(swe_side lo, swe_side hi, ts_real g) 
   return -g * SWE_R(0.5) * (lo.h + hi.h) * (hi.b - lo.b);
 }
 
+/* Cube root of x >= 0 from integer and IEEE +, -, * operations alone, so that the CPU loops and
+ * the CUDA kernels compute the same bits (the C library's cbrt and CUDA's differ in the last bit
+ * for some arguments, and a run's chaos makes that a different flood): x^(-1/3) guessed from the
+ * bits of x (SWE_CBRT_GUESS minus a third of them: within 4 %), three Newton steps in float or
+ * four in double (no division), then x r^2. Within 4 ulp of the exact root; 0 below the smallest normal number and for NaN. */
+#if TS_REAL_DOUBLE
+typedef uint64_t swe_real_bits;
+#define SWE_CBRT_GUESS 0x553f09fc49d9b000ull
+#define SWE_CBRT_STEPS 4
+#define SWE_REAL_MIN 2.2250738585072014e-308
+#define SWE_REAL_MAX 1.7976931348623157e308
+#else
+typedef uint32_t swe_real_bits;
+#define SWE_CBRT_GUESS 0x54a2fa8cu
+#define SWE_CBRT_STEPS 3
+#define SWE_REAL_MIN 1.17549435e-38f
+#define SWE_REAL_MAX 3.40282347e38f
+#endif
+TS_HD static inline ts_real swe_cbrt(ts_real x) {
+  if (!(x >= SWE_REAL_MIN) || x > SWE_REAL_MAX)
+    return x >= SWE_REAL_MIN ? x : 0;
+  swe_real_bits bits;
+  memcpy(&bits, &x, sizeof bits);
+  bits = SWE_CBRT_GUESS - bits / 3;
+  ts_real r;
+  memcpy(&r, &bits, sizeof r);
+  for (int n = 0; n < SWE_CBRT_STEPS; n++)
+    r = r + r * ((SWE_R(1) - x * r * r * r) * SWE_R(1.0 / 3.0));
+  return x * r * r;
+}
+
 /* Semi-implicit friction factor 1 / (1 + dt * cf): Manning cf = g n^2 |u| / h^(4/3), Chezy
  * cf = g |u| / (C^2 h). kind: 0 none, 1 Manning, 2 Chezy. */
 TS_HD static inline ts_real swe_friction_factor(int kind, ts_real coeff, ts_real h, ts_real speed,
                                                 ts_real g, ts_real dt) {
   if (kind == 0 || !(h > 0) || coeff <= 0)
     return SWE_R(1);
-  ts_real scale = kind == 1 ? h * SWE_CBRT(h) / (coeff * coeff) : coeff * coeff * h;
+  ts_real scale = kind == 1 ? h * swe_cbrt(h) / (coeff * coeff) : coeff * coeff * h;
   if (!(scale > 0))
     return SWE_R(0); /* a film so thin that h^(4/3) underflows holds no momentum */
   return SWE_R(1) / (SWE_R(1) + dt * (g * speed / scale));

@@ -21,7 +21,6 @@ extern "C" {
 typedef double ts_real;
 typedef unsigned long long swe_bits;
 #define SWE_SQRT sqrt
-#define SWE_CBRT cbrt
 #define SWE_CUDA_KERNELS swe_kernels_cuda_double
 #define SWE_CPU_KERNELS swe_kernels_double
 #define SWE_CUDA_ATTACH swe_cuda_attach_double
@@ -33,7 +32,6 @@ __device__ static inline swe_bits swe_to_bits(ts_real x) {
 typedef float ts_real;
 typedef unsigned int swe_bits;
 #define SWE_SQRT sqrtf
-#define SWE_CBRT cbrtf
 #define SWE_CUDA_KERNELS swe_kernels_cuda_float
 #define SWE_CPU_KERNELS swe_kernels_float
 #define SWE_CUDA_ATTACH swe_cuda_attach_float

@@ -18,12 +18,10 @@
 #if TS_REAL_DOUBLE
 typedef double ts_real;
 #define SWE_SQRT sqrt
-#define SWE_CBRT cbrt
 #define SWE_KERNELS swe_kernels_double
 #else
 typedef float ts_real;
 #define SWE_SQRT sqrtf
-#define SWE_CBRT cbrtf
 #define SWE_KERNELS swe_kernels_float
 #endif
 

@@ -14,7 +14,7 @@
  *   at rest restricted and prolongated comes back at rest (its children wet to eta, the others
  *   dry) up to rounding.
  *
- * The includer defines ts_real (float or double) before including this file. */
+ * The includer defines ts_real (float or double) and TS_REAL_DOUBLE before including this file. */
 #ifndef TESSERA_SWE_LEVELS_H
 #define TESSERA_SWE_LEVELS_H
 

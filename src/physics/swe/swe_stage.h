@@ -3,7 +3,7 @@
  * two cells, a boundary ghost cell, a cell's outflow limiter and speed cap, and a cell's update
  * with friction and compensated summation. Written once, as TS_HD functions, for the CPU loops
  * (swe_kernels.c) and the CUDA kernels (swe_kernels.cu). The includer defines ts_real,
- * SWE_SQRT, SWE_CBRT and swe_idx, the type of array indices: int64_t on the CPU, int on the GPU
+ * TS_REAL_DOUBLE, SWE_SQRT and swe_idx, the type of array indices: int64_t on the CPU, int on the GPU
  * (whose parts are limited to 2^31 elements per array; 32-bit index arithmetic is much cheaper
  * there). */
 #ifndef TESSERA_SWE_STAGE_H
@@ -166,7 +166,7 @@ TS_HD static inline void swe_fill_ghost(const swe_arrays *a, const swe_consts *k
   if (type == 2 /* TS_BC_LEVEL */) {
     a->w[g] = swe_max(level, a->bed[g]);
   } else if (type == 3 /* TS_BC_INFLOW */) {
-    ts_real h_crit = SWE_CBRT(q_unit * q_unit / k->g);
+    ts_real h_crit = swe_cbrt(q_unit * q_unit / k->g);
     a->w[g] = a->bed[g] + swe_max(h, h_crit);
     (normal_is_x ? a->hu : a->hv)[g] = q_unit;
   }
