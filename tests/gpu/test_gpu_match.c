@@ -1,7 +1,9 @@
 /* The CUDA backend against the CPU backend, and multi-subdomain GPU runs against one GPU
  * subdomain. A dam break over a bumpy, partly dry bed with Manning friction, a NODATA block, an
  * inflow hydrograph west, outflow east and a fixed level south on a 203 x 157 grid, in float and
- * double:
+ * double; beside the dam a basin with its bed below 0 round a NODATA island, which the flood
+ * enters in thin sheets (the GPU once read the island's cells in RK2's second stage from a start
+ * copy of zeros, which gave them a speed and raised their neighbours' speed caps there):
  * - GPU against CPU, bit for bit after 1, 2, 5, 20 and 200 steps: the kernels call the same
  *   stage functions with fused multiply-add turned off; square roots and divisions are correctly
  *   rounded on both, and the cube root (Manning friction, inflow depth) is swe_cbrt, from +, -
@@ -50,7 +52,9 @@ static int run(ts_precision prec, ts_backend backend, const ts_swe_parallel *spl
   for (int j = 0; j < NY; j++)
     for (int i = 0; i < NX; i++) {
       bed.v[i + j * NX] = 0.004 * i + 0.5 * sin(i / 11.0) * cos(j / 13.0);
-      if (i > 120 && i < 131 && j > 60 && j < 81)
+      if (i > 57 && i < 76 && j > 79 && j < 101)
+        bed.v[i + j * NX] -= 3; /* a basin below 0 beside the dam, round an island */
+      if ((i > 120 && i < 131 && j > 60 && j < 81) || (i > 62 && i < 70 && j > 85 && j < 95))
         bed.v[i + j * NX] = -9999;
       h0.v[i + j * NX] = i < 60 && j > 40 && j < 120 ? 2.5 : (j < 8 ? 0.8 : 0.0);
     }

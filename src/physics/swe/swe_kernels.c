@@ -83,6 +83,18 @@ static void build_bed(swe_part *s, const ts_raster *dem) {
     drain[c] = SWE_R(1);
 }
 
+/* The start-of-step copy (w0, hu0, hv0) of every cell of the window equal to its state. RK2's
+ * first stage overwrites it for the cells it updates; the others (NODATA cells, wall ghosts)
+ * keep it, and the GPU's second stage reads them there: with zeros instead, a NODATA cell of
+ * the sea (bed below 0) had a speed of its own in that stage, which raised the speed cap of its
+ * neighbours there and not on the CPU. */
+static void keep_start_state(swe_part *s) {
+  size_t bytes = (size_t)s->plane * s->real_size;
+  memcpy(s->w0, s->w, bytes);
+  memcpy(s->hu0, s->hu, bytes);
+  memcpy(s->hv0, s->hv, bytes);
+}
+
 static void kernels_init(swe_part *s, const swe_inputs *in) {
   build_bed(s, in->bed);
   ts_real *w = A(s->w), *hu = A(s->hu), *hv = A(s->hv), *bed = A(s->bed);
@@ -111,6 +123,7 @@ static void kernels_init(swe_part *s, const swe_inputs *in) {
         A(s->friction)[c] = (ts_real)in->friction->v[r];
     }
   }
+  keep_start_state(s);
 }
 
 static void kernels_set_surface(swe_part *s, const ts_raster *eta) {
@@ -127,6 +140,7 @@ static void kernels_set_surface(swe_part *s, const ts_raster *eta) {
         hu[c] = hv[c] = 0;
     }
   }
+  keep_start_state(s);
 }
 
 /* ---------------------------------------------------------------- boundary conditions */
