@@ -15,6 +15,7 @@
  * fused kernels instead (the plain leaves, below). Each pass makes its part's device current and
  * queues on the part's stream: the parts of one engine may lie on several GPUs. */
 #include "physics/swe/swe_gpu.cuh"
+#include "physics/swe/swe_window.cuh"
 
 extern "C" {
 #include "physics/swe/swe_buq.h"
@@ -417,17 +418,9 @@ template <int M, int R> struct plain_tile {
   static size_t bytes() { return (size_t)N * (14 * sizeof(ts_real) + 2 * sizeof(side_t) + 1); }
 };
 
-struct plain_t {
-  swe_arrays a;
-  ts_real *corr;
-  side_t *lo, *hi;
-};
-
-#define PLAIN_FOR(e, n) for (int e = (int)threadIdx.x; e < (n); e += (int)blockDim.x)
-
-template <int M, int R> __device__ static plain_t plain_layout(char *mem) {
+template <int M, int R> __device__ static window_t plain_layout(char *mem) {
   enum { N = plain_tile<M, R>::N };
-  plain_t t;
+  window_t t;
   ts_real *r = (ts_real *)mem;
   t.a.w = r, t.a.hu = r + N, t.a.hv = r + 2 * N, t.a.bed = r + 3 * N, t.a.corner = r + 4 * N;
   t.a.u = r + 5 * N, t.a.v = r + 6 * N, t.a.char_speed = r + 7 * N;
@@ -453,10 +446,10 @@ template <int M, int R> __device__ static inline int plain_at(int i, int j) {
 /* Copies the state, beds and activity of leaf k and R cells of its neighbours, then computes the
  * velocities. */
 template <int M, int R>
-__device__ static void plain_load(plain_t *t, const swe_buq_view *v, int k, const swe_consts *kc) {
+__device__ static void plain_load(window_t *t, const swe_buq_view *v, int k, const swe_consts *kc) {
   enum { S = plain_tile<M, R>::S, N = plain_tile<M, R>::N };
   const ts_buq_block *b = &v->blocks[k];
-  PLAIN_FOR(e, N) {
+  WINDOW_FOR(e, N) {
     int i = e % S - R, j = e / S - R;
     int qi = i < 0 ? -1 : (i >= M ? 1 : 0), qj = j < 0 ? -1 : (j >= M ? 1 : 0);
     int n = k;
@@ -473,63 +466,19 @@ __device__ static void plain_load(plain_t *t, const swe_buq_view *v, int k, cons
     ((unsigned char *)t->a.active)[e] = v->active[c];
   }
   __syncthreads();
-  PLAIN_FOR(e, N) { swe_cell_velocity(&t->a, kc, e); }
+  WINDOW_FOR(e, N) { swe_cell_velocity(&t->a, kc, e); }
   __syncthreads();
-}
-
-/* Reconstructs along one axis `along` x `lines` shared cells from (lo_cell, lo_line) (along,
- * across the axis), as buq_line_cell. */
-template <int S>
-__device__ static void plain_reconstruct(plain_t *t, const swe_consts *kc, int x_axis, int lo_cell,
-                                         int along, int lo_line, int lines) {
-  int step = x_axis ? 1 : S, corner_step = x_axis ? S : 1;
-  PLAIN_FOR(n, along * lines) {
-    int a = lo_cell + n % along, l = lo_line + n / along;
-    int c = x_axis ? a + l * S : l + a * S;
-    swe_side lo = {0, 0, 0, 0, 0}, hi = lo;
-    if (t->a.active[c])
-      swe_reconstruct_cell(&t->a, kc, c, step, x_axis,
-                           swe_face_bed(&t->a, c - step, step, corner_step),
-                           swe_face_bed(&t->a, c, step, corner_step), &lo, &hi);
-    t->lo[c] = side_pack(lo);
-    t->hi[c] = side_pack(hi);
-  }
-}
-
-/* The faces of one axis, `along` x `lines` from shared face (lo_face, lo_line), the face at c
- * lying between c - step and c, as buq_line_face: the flux, the low cell's pressure correction
- * (corr) and the high cell's correction plus its bed source (src, less the correction of its high
- * face later, as buq_line_source). Returns the largest wave speed. */
-template <int S>
-__device__ static ts_real plain_faces(plain_t *t, const swe_consts *kc, int x_axis, int lo_face,
-                                      int along, int lo_line, int lines) {
-  int step = x_axis ? 1 : S;
-  ts_real *const *flux = x_axis ? t->a.fx : t->a.fy, *src = x_axis ? t->a.src_x : t->a.src_y;
-  ts_real amax = 0;
-  PLAIN_FOR(n, along * lines) {
-    int a = lo_face + n % along, l = lo_line + n / along;
-    int c = x_axis ? a + l * S : l + a * S, cl = c - step;
-    int act_l = t->a.active[cl], act_h = t->a.active[c];
-    swe_side lo_h = side_unpack(t->lo[c]);
-    ts_real f[3], corr_l, corr_h;
-    amax = swe_max(amax, swe_face_between(kc, act_l, act_h, side_unpack(t->hi[cl]), lo_h, f,
-                                          &corr_l, &corr_h));
-    flux[0][c] = f[0], flux[1][c] = f[1], flux[2][c] = f[2];
-    t->corr[c] = corr_l;
-    src[c] = act_h ? corr_h + swe_bed_source(lo_h, side_unpack(t->hi[c]), kc->g) : SWE_R(0);
-  }
-  return amax;
 }
 
 /* Stores the fluxes of the leaf's faces along one axis and its cells' bed sources (completed
  * with their high faces' corrections). */
 template <int M, int R>
-__device__ static void plain_store(const plain_t *t, const swe_buq_view *v, int k, int x_axis) {
+__device__ static void plain_store(const window_t *t, const swe_buq_view *v, int k, int x_axis) {
   enum { S = plain_tile<M, R>::S };
   int step = x_axis ? 1 : S;
   ts_real *const *to = x_axis ? v->fx : v->fy;
   ts_real *const *from = x_axis ? t->a.fx : t->a.fy;
-  PLAIN_FOR(n, (M + 1) * M) { /* consecutive threads along x */
+  WINDOW_FOR(n, (M + 1) * M) { /* consecutive threads along x */
     int f = x_axis ? n % (M + 1) : n / M, line = x_axis ? n / (M + 1) : n % M;
     int i = x_axis ? f : line, j = x_axis ? line : f;
     int c = plain_at<M, R>(i, j);
@@ -552,28 +501,29 @@ static __global__ void __launch_bounds__(M *M)
   int k = list[blockIdx.x], level = v.blocks[k].level;
   if (skip(st, k))
     return;
-  plain_t t = plain_layout<M, R>(plain_mem);
+  window_t t = plain_layout<M, R>(plain_mem);
+  auto every_face = [](int, int, int, int) { return 1; };
   swe_consts kc = buq_consts(&v, level);
   plain_load<M, R>(&t, &v, k, &kc);
-  PLAIN_FOR(n, 4 * M) {
+  WINDOW_FOR(n, 4 * M) {
     int gi, gj;
     buq_ghost_at(M, n / M, 0, n % M, &gi, &gj);
     v.char_speed[buq_cell(&v, k, gi, gj)] = t.a.char_speed[plain_at<M, R>(gi, gj)];
   }
-  PLAIN_FOR(n, M * M) { /* the state at the start of the step (the update's save) */
+  WINDOW_FOR(n, M * M) { /* the state at the start of the step (the update's save) */
     int e = plain_at<M, R>(n % M, n / M);
     swe_idx c = buq_cell(&v, k, n % M, n / M);
     if (t.a.active[e])
       v.w0[c] = t.a.w[e], v.hu0[c] = t.a.hu[e], v.hv0[c] = t.a.hv[e];
   }
-  plain_reconstruct<S>(&t, &kc, 1, R - 1, M + 2, R, M);
+  window_reconstruct<M + 2, M, S>(&t, &kc, 1, R - 1, R);
   __syncthreads();
-  ts_real ax = plain_faces<S>(&t, &kc, 1, R, M + 1, R, M);
+  ts_real ax = window_faces<M + 1, M, S>(&t, &kc, 1, R, R, every_face);
   __syncthreads();
   plain_store<M, R>(&t, &v, k, 1);
-  plain_reconstruct<S>(&t, &kc, 0, R - 1, M + 2, R, M);
+  window_reconstruct<M + 2, M, S>(&t, &kc, 0, R - 1, R);
   __syncthreads();
-  ts_real ay = plain_faces<S>(&t, &kc, 0, R, M + 1, R, M);
+  ts_real ay = window_faces<M + 1, M, S>(&t, &kc, 0, R, R, every_face);
   __syncthreads();
   plain_store<M, R>(&t, &v, k, 0);
   if (amax) {
@@ -601,23 +551,24 @@ static __global__ void __launch_bounds__(M *M)
   if (skip(st, k))
     return;
   ts_real dt = (ts_real)st.clock->dt;
-  plain_t t = plain_layout<M, R>(plain_mem);
+  window_t t = plain_layout<M, R>(plain_mem);
+  auto every_face = [](int, int, int, int) { return 1; };
   swe_consts kc = buq_consts(&v, v.blocks[k].level);
   plain_load<M, R>(&t, &v, k, &kc);
   /* the faces of the leaf's cells and of its first ring */
-  plain_reconstruct<S>(&t, &kc, 1, R - 2, M + 4, R - 1, CELLS);
+  window_reconstruct<M + 4, CELLS, S>(&t, &kc, 1, R - 2, R - 1);
   __syncthreads();
-  plain_faces<S>(&t, &kc, 1, R - 1, M + 3, R - 1, CELLS);
+  window_faces<M + 3, CELLS, S>(&t, &kc, 1, R - 1, R - 1, every_face);
   __syncthreads();
-  PLAIN_FOR(n, CELLS * CELLS) {
+  WINDOW_FOR(n, CELLS * CELLS) {
     int c = (R - 1 + n % CELLS) + (R - 1 + n / CELLS) * S;
     t.a.src_x[c] = t.a.src_x[c] - t.corr[c + 1];
   }
-  plain_reconstruct<S>(&t, &kc, 0, R - 2, M + 4, R - 1, CELLS);
+  window_reconstruct<M + 4, CELLS, S>(&t, &kc, 0, R - 2, R - 1);
   __syncthreads();
-  plain_faces<S>(&t, &kc, 0, R - 1, M + 3, R - 1, CELLS);
+  window_faces<M + 3, CELLS, S>(&t, &kc, 0, R - 1, R - 1, every_face);
   __syncthreads();
-  PLAIN_FOR(n, CELLS * CELLS) {
+  WINDOW_FOR(n, CELLS * CELLS) {
     int c = (R - 1 + n % CELLS) + (R - 1 + n / CELLS) * S;
     t.a.src_y[c] = t.a.src_y[c] - t.corr[c + S];
     swe_drain_cell(&t.a, &kc, c, dt);
@@ -625,7 +576,7 @@ static __global__ void __launch_bounds__(M *M)
   __syncthreads();
   swe_maps maps = buq_maps(&v, st.clock->t_after, st.clock->dt);
   int any_bad = 0;
-  PLAIN_FOR(n, M * M) {
+  WINDOW_FOR(n, M * M) {
     int i = n % M, j = n / M, cf = plain_at<M, R>(i, j);
     if (!t.a.active[cf])
       continue;
@@ -660,7 +611,7 @@ static __global__ void __launch_bounds__(M *M)
   const ts_buq_block *b = &v.blocks[k];
   swe_consts kc = buq_consts(&v, b->level);
   swe_idx W = v.W;
-  PLAIN_FOR(n, (M + 2) * (M + 2)) {
+  WINDOW_FOR(n, (M + 2) * (M + 2)) {
     int i = n % (M + 2) - 1, j = n / (M + 2) - 1;
     int qi = i < 0 ? -1 : (i >= M ? 1 : 0), qj = j < 0 ? -1 : (j >= M ? 1 : 0);
     if (qi != 0 && qj != 0)
@@ -673,7 +624,7 @@ static __global__ void __launch_bounds__(M *M)
                                               v.fy[0][c + W], w_start - v.bed[c]);
   }
   swe_arrays a = buq_leaf_arrays(&v, k);
-  PLAIN_FOR(n, M * M) {
+  WINDOW_FOR(n, M * M) {
     swe_idx c = buq_local(&v, n % M, n / M);
     cap[c] = swe_speed_cap(a.char_speed, c, W);
   }
@@ -682,7 +633,7 @@ static __global__ void __launch_bounds__(M *M)
   f.drain = drain, f.speed_cap = cap;
   a.start_kept = 1; /* saved by k_plain_fluxes */
   int any_bad = 0;
-  PLAIN_FOR(n, M * M) {
+  WINDOW_FOR(n, M * M) {
     swe_idx c = buq_local(&v, n % M, n / M);
     if (a.active[c])
       any_bad |= swe_update_cell(&a, &f, &kc, c, c, dt, stage);

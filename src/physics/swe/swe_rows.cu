@@ -110,7 +110,7 @@ __device__ static inline rkeep_t row_fetch_kept(const swe_arrays *out, const swe
   return r;
 }
 
-/* The sides of cell m along an axis, from its neighbours lo and hi (tile_reconstruct: an
+/* The sides of cell m along an axis, from its neighbours lo and hi (window_reconstruct: an
  * inactive cell gets zero sides). */
 __device__ static inline void row_reconstruct(const swe_consts *k, rcell_t lo, rcell_t m,
                                               rcell_t hi, int x_axis, ts_real face_lo,
@@ -129,7 +129,7 @@ __device__ static inline void row_reconstruct(const swe_consts *k, rcell_t lo, r
 }
 
 /* The face between a low cell (active act_a, high side hi_a) and a high cell (act_b, sides lo_b
- * and hi_b), as tile_faces computes it: its flux, the low cell's pressure correction, and the
+ * and hi_b), as window_faces computes it: its flux, the low cell's pressure correction, and the
  * high cell's source before its own high face's correction. Returns the wave speed. */
 __device__ static inline ts_real row_face(const swe_consts *k, int act_a, int act_b, swe_side hi_a,
                                           swe_side lo_b, swe_side hi_b, ts_real f[3],

@@ -1,6 +1,7 @@
 /* The tile engine of the shallow-water CUDA backend (swe_gpu.cuh), compiled once per precision:
  * a block per tile of a stage, in shared memory. */
 #include "physics/swe/swe_gpu.cuh"
+#include "physics/swe/swe_window.cuh"
 
 /* ------------------------------------------------------------------ the tile engine
  *
@@ -36,13 +37,9 @@ static const dim3 tile_threads(32, TILE_THREADS / 32);
 #define SH_PLANE (SH_ROW * SH_COLS)
 #define SH_REALS 14
 
-/* The shared-memory copy of a tile: the arrays of swe_arrays in the tile's layout (row SH_ROW),
- * the reconstructed sides of each cell along the axis being computed, and per cell whether it
- * lies in the window in a tile that early exit computes. */
-struct tile_t {
-  swe_arrays a;
-  ts_real *corr;
-  side_t *lo, *hi;
+/* The shared-memory copy of a tile: a window (swe_window.cuh) in the tile's layout (row SH_ROW),
+ * and per cell whether it lies in the part's window in a tile that early exit computes. */
+struct tile_t : window_t {
   unsigned char *on;
   int *tile_col, *tile_row; /* early-exit tile of each shared column / row, -1 outside */
   int i0, j0;               /* local cell at shared index (RING, RING) */
@@ -92,10 +89,6 @@ __device__ static inline tile_t tile_layout(char *mem, int i0, int j0) {
   return t;
 }
 
-#define TILE_FOR(e, n)                                                                             \
-  for (int e = (int)(threadIdx.x + threadIdx.y * blockDim.x); e < (n);                             \
-       e += (int)(blockDim.x * blockDim.y))
-
 /* Local cell of shared index e. */
 __device__ static inline void tile_cell(const tile_t *t, int e, int *i, int *j) {
   *i = t->i0 - RING + e % SH_ROW;
@@ -109,13 +102,13 @@ __device__ static inline void tile_cell(const tile_t *t, int e, int *i, int *j) 
 __device__ static void tile_load(tile_t *t, const swe_arrays *g, const swe_arrays *in,
                                  const swe_arrays *start, tiles_t tiles, const swe_consts *k,
                                  int64_t origin, int nx, int ny) {
-  TILE_FOR(e, SH_ROW + SH_COLS) {
+  WINDOW_FOR(e, SH_ROW + SH_COLS) {
     int col = e < SH_ROW, n = col ? e : e - SH_ROW, at = (col ? t->i0 : t->j0) - RING + n;
     int inside = at >= 0 && at < (col ? nx : ny);
     (col ? t->tile_col : t->tile_row)[n] = inside ? at / tiles.size : -1;
   }
   __syncthreads();
-  TILE_FOR(e, SH_PLANE) {
+  WINDOW_FOR(e, SH_PLANE) {
     int i, j;
     tile_cell(t, e, &i, &j);
     int inside = i >= -SWE_GHOST && i <= nx + SWE_GHOST && j >= -SWE_GHOST && j <= ny + SWE_GHOST;
@@ -132,63 +125,8 @@ __device__ static void tile_load(tile_t *t, const swe_arrays *g, const swe_array
     ((unsigned char *)t->a.active)[e] = inside ? g->active[c] : 0;
   }
   __syncthreads();
-  TILE_FOR(e, SH_PLANE) { swe_cell_velocity(&t->a, k, e); }
+  WINDOW_FOR(e, SH_PLANE) { swe_cell_velocity(&t->a, k, e); }
   __syncthreads();
-}
-
-/* Reconstructs, along one axis, ALONG x LINES cells of the tile from shared cell (lo_cell,
- * lo_line) (along, across the axis); inactive cells get zero sides (faces ignore them). The
- * extents are constants, the same for a tile cut short by its region's end (the cells past it
- * are computed for nothing). Without FULL only what the wave speeds need is kept. */
-template <int ALONG, int LINES, bool FULL>
-__device__ static void tile_reconstruct(tile_t *t, const swe_consts *k, int x_axis, int lo_cell,
-                                        int lo_line) {
-  int step = x_axis ? 1 : SH_ROW, corner_step = x_axis ? SH_ROW : 1;
-  TILE_FOR(n, ALONG * LINES) {
-    int a = lo_cell + n % ALONG, b = lo_line + n / ALONG;
-    int c = x_axis ? a + b * SH_ROW : b + a * SH_ROW;
-    swe_side lo = {0, 0, 0, 0, 0}, hi = lo;
-    if (t->a.active[c])
-      swe_reconstruct_cell(&t->a, k, c, step, x_axis,
-                           swe_face_bed(&t->a, c - step, step, corner_step),
-                           swe_face_bed(&t->a, c, step, corner_step), &lo, &hi);
-    if (!FULL)
-      lo.v = hi.v = 0;
-    t->lo[c] = side_pack(lo);
-    t->hi[c] = side_pack(hi);
-  }
-}
-
-/* Faces of one axis between shared cells, ALONG x LINES from face (lo_face, lo_line): the face
- * at c lies between c - step and c. With FULL, stores the flux, the low cell's correction, and
- * the high cell's correction plus its bed source in src (completed with the high face's
- * correction later). Returns the largest wave speed of the faces that `counts` accepts. */
-template <int ALONG, int LINES, bool FULL, typename Counts>
-__device__ static ts_real tile_faces(tile_t *t, const swe_consts *k, int x_axis, int lo_face,
-                                     int lo_line, Counts counts) {
-  int step = x_axis ? 1 : SH_ROW;
-  ts_real *f0 = x_axis ? t->a.fx[0] : t->a.fy[0], *f1 = x_axis ? t->a.fx[1] : t->a.fy[1];
-  ts_real *f2 = x_axis ? t->a.fx[2] : t->a.fy[2], *src = x_axis ? t->a.src_x : t->a.src_y;
-  ts_real amax = 0;
-  TILE_FOR(n, ALONG * LINES) {
-    int a = lo_face + n % ALONG, b = lo_line + n / ALONG;
-    int c = x_axis ? a + b * SH_ROW : b + a * SH_ROW, cl = c - step;
-    int act_l = t->a.active[cl], act_h = t->a.active[c];
-    swe_side lo_h = side_unpack(t->lo[c]);
-    ts_real f[3], corr_l, corr_h;
-    ts_real speed =
-        swe_face_between(k, act_l, act_h, side_unpack(t->hi[cl]), lo_h, f, &corr_l, &corr_h);
-    if (FULL) {
-      f0[c] = f[0];
-      f1[c] = f[1];
-      f2[c] = f[2];
-      t->corr[c] = corr_l;
-      src[c] = act_h ? corr_h + swe_bed_source(lo_h, side_unpack(t->hi[c]), k->g) : SWE_R(0);
-    }
-    if (counts(a, b, c, step))
-      amax = swe_max(amax, speed);
-  }
-  return amax;
 }
 
 /* Where a block's tile lies: cells [i0, i1) x [j0, j1) of region r; 0 when no tile of the early
@@ -214,7 +152,7 @@ __device__ static int tile_place(region_t r, tiles_t tiles, int *i0, int *i1, in
 template <int ALONG, int LINES>
 __device__ static void tile_store_faces(const tile_t *t, const swe_arrays *g, int64_t origin,
                                         int x_axis, int n_faces, int n_lines) {
-  TILE_FOR(n, ALONG * LINES) {
+  WINDOW_FOR(n, ALONG * LINES) {
     int a = RING + n % ALONG, b = RING + n / ALONG;
     if (a - RING > n_faces || b - RING >= n_lines)
       continue;
@@ -261,7 +199,7 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     return on && a >= fy0 && a <= fy1 && b >= ly0 && b < ly1;
   };
   /* characteristic speeds of the window's cells among the tile and its first ring */
-  TILE_FOR(n, (TILE_W + 2) * (TILE_H + 2)) {
+  WINDOW_FOR(n, (TILE_W + 2) * (TILE_H + 2)) {
     int a = RING - 1 + n % (TILE_W + 2), b = RING - 1 + n / (TILE_W + 2), c = a + b * SH_ROW;
     int i = ox + a, j = oy + b;
     if (i >= 0 && i < nx && j >= 0 && j < ny)
@@ -269,20 +207,20 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
   }
   int w = i1 - i0, h = j1 - j0;
   /* the faces of the tile's cells: x faces [RING, RING + TILE_W], y faces [RING, RING + TILE_H] */
-  tile_reconstruct<TILE_W + 2, TILE_H, true>(&t, &k, 1, RING - 1, RING);
+  window_reconstruct<TILE_W + 2, TILE_H, SH_ROW>(&t, &k, 1, RING - 1, RING);
   __syncthreads();
-  ts_real ax = tile_faces<TILE_W + 1, TILE_H, true>(&t, &k, 1, RING, RING, counts_x);
+  ts_real ax = window_faces<TILE_W + 1, TILE_H, SH_ROW>(&t, &k, 1, RING, RING, counts_x);
   __syncthreads();
-  TILE_FOR(n, TILE_W * TILE_H) {
+  WINDOW_FOR(n, TILE_W * TILE_H) {
     int c = (RING + n % TILE_W) + (RING + n / TILE_W) * SH_ROW;
     t.a.src_x[c] = t.a.src_x[c] - t.corr[c + 1];
   }
-  tile_reconstruct<TILE_H + 2, TILE_W, true>(&t, &k, 0, RING - 1, RING);
+  window_reconstruct<TILE_H + 2, TILE_W, SH_ROW>(&t, &k, 0, RING - 1, RING);
   __syncthreads();
   tile_store_faces<TILE_W + 1, TILE_H>(&t, &g, origin, 1, w, h);
-  ts_real ay = tile_faces<TILE_H + 1, TILE_W, true>(&t, &k, 0, RING, RING, counts_y);
+  ts_real ay = window_faces<TILE_H + 1, TILE_W, SH_ROW>(&t, &k, 0, RING, RING, counts_y);
   __syncthreads();
-  TILE_FOR(n, TILE_W * TILE_H) {
+  WINDOW_FOR(n, TILE_W * TILE_H) {
     int c = (RING + n % TILE_W) + (RING + n / TILE_W) * SH_ROW;
     t.a.src_y[c] = t.a.src_y[c] - t.corr[c + SH_ROW];
   }
@@ -311,18 +249,18 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
   auto none = [](int, int, int, int) { return 0; };
   /* The cells of the tile and its first ring: [RING - 1, RING + TILE_W] along x. */
   const int cells_x = TILE_W + 2, cells_y = TILE_H + 2;
-  tile_reconstruct<TILE_W + 4, cells_y, true>(&t, &k, 1, RING - 2, RING - 1);
+  window_reconstruct<TILE_W + 4, cells_y, SH_ROW>(&t, &k, 1, RING - 2, RING - 1);
   __syncthreads();
-  tile_faces<TILE_W + 3, cells_y, true>(&t, &k, 1, RING - 1, RING - 1, none);
+  window_faces<TILE_W + 3, cells_y, SH_ROW>(&t, &k, 1, RING - 1, RING - 1, none);
   __syncthreads();
   /* x sources completed (the corrections are then free for y) */
-  TILE_FOR(n, cells_x * cells_y) {
+  WINDOW_FOR(n, cells_x * cells_y) {
     int c = (RING - 1 + n % cells_x) + (RING - 1 + n / cells_x) * SH_ROW;
     t.a.src_x[c] = t.a.src_x[c] - t.corr[c + 1];
   }
-  tile_reconstruct<TILE_H + 4, cells_x, true>(&t, &k, 0, RING - 2, RING - 1);
+  window_reconstruct<TILE_H + 4, cells_x, SH_ROW>(&t, &k, 0, RING - 2, RING - 1);
   __syncthreads();
-  tile_faces<TILE_H + 3, cells_x, true>(&t, &k, 0, RING - 1, RING - 1, none);
+  window_faces<TILE_H + 3, cells_x, SH_ROW>(&t, &k, 0, RING - 1, RING - 1, none);
   __syncthreads();
   /* Inflow sides: their boundary faces carry the prescribed discharge. */
   int64_t sh_origin = (int64_t)(RING - i0) + (int64_t)(RING - j0) * SH_ROW;
@@ -335,7 +273,7 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     int l_hi = x_side ? min(j1 + 1, ny) : min(i1 + 1, nx);
     if (face < f_lo || face > f_hi)
       continue;
-    TILE_FOR(n, l_hi - l_lo) {
+    WINDOW_FOR(n, l_hi - l_lo) {
       swe_impose_side_flux(&t.a, sh_origin, nx, ny, side, l_lo + n,
                            (ts_real)clock->qunit[stage][side]);
     }
@@ -344,7 +282,7 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
     __syncthreads();
   /* Limiters and speed caps of the cells of the window among the tile and its first ring (the
    * others keep a limiter of 1, like the CPU's ghost cells); y sources completed. */
-  TILE_FOR(n, cells_x * cells_y) {
+  WINDOW_FOR(n, cells_x * cells_y) {
     int a = RING - 1 + n % cells_x, b = RING - 1 + n / cells_x;
     int c = a + b * SH_ROW;
     int i = i0 - RING + a, j = j0 - RING + b;
@@ -356,7 +294,7 @@ static __global__ void __launch_bounds__(TILE_THREADS, SWE_TILE_BLOCKS)
   }
   __syncthreads();
   int any_bad = 0;
-  TILE_FOR(n, TILE_W * TILE_H) {
+  WINDOW_FOR(n, TILE_W * TILE_H) {
     int i = i0 + n % TILE_W, j = j0 + n / TILE_W;
     int cf = (RING + n % TILE_W) + (RING + n / TILE_W) * SH_ROW;
     if (i < i1 && j < j1 && t.a.active[cf] && t.on[cf]) {
