@@ -142,7 +142,8 @@ TS_HD static inline ts_real swe_bed_source(swe_side lo, swe_side hi, ts_real g) 
  * the CUDA kernels compute the same bits (the C library's cbrt and CUDA's differ in the last bit
  * for some arguments, and a run's chaos makes that a different flood): x^(-1/3) guessed from the
  * bits of x (SWE_CBRT_GUESS minus a third of them: within 4 %), three Newton steps in float or
- * four in double (no division), then x r^2. Within 4 ulp of the exact root; 0 below the smallest normal number and for NaN. */
+ * four in double (no division), then x r^2. Within 4 ulp of the exact root; 0 below the smallest
+ * normal number and for NaN. */
 #if TS_REAL_DOUBLE
 typedef uint64_t swe_real_bits;
 #define SWE_CBRT_GUESS 0x553f09fc49d9b000ull

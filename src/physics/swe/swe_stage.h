@@ -3,8 +3,8 @@
  * two cells, a boundary ghost cell, a cell's outflow limiter and speed cap, and a cell's update
  * with friction and compensated summation. Written once, as TS_HD functions, for the CPU loops
  * (swe_kernels.c) and the CUDA kernels (swe_kernels.cu). The includer defines ts_real,
- * TS_REAL_DOUBLE, SWE_SQRT and swe_idx, the type of array indices: int64_t on the CPU, int on the GPU
- * (whose parts are limited to 2^31 elements per array; 32-bit index arithmetic is much cheaper
+ * TS_REAL_DOUBLE, SWE_SQRT and swe_idx, the type of array indices: int64_t on the CPU, int on the
+ * GPU (whose parts are limited to 2^31 elements per array; 32-bit index arithmetic is much cheaper
  * there). */
 #ifndef TESSERA_SWE_STAGE_H
 #define TESSERA_SWE_STAGE_H
