@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-cell] [CTEST_REGEX]
+#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -443,44 +443,6 @@ if [ "$what" = malpasset-first ]; then
     [ -n "${found:-}" ] && break
   done 2>&1 | tee "$out/malpasset_first.log"
   rm -rf "$out"/first_*
-fi
-
-# The cell where malpasset-first found the first difference (column 1673, row 305, t = 3050 s) and
-# its neighbours as gauges, recorded every step from 3000 to 3050 s on GPU 0 and on the CPU, as
-# there (from GPU 0's checkpoint at 3000 s, snapshots every 10 s): the first step whose records
-# differ (issue 18).
-if [ "$what" = malpasset-cell ]; then
-  m=$root/examples/malpasset
-  d=$m/data
-  g=$out/cell_gauges.csv
-  { echo "id,x,y"
-    for c in "C,0,0" "W,-1,0" "E,1,0" "S,0,1" "SS,0,2" "SW,-1,1" "SE,1,1" "WW,-2,0"; do
-      IFS=, read -r id di dj <<<"$c"
-      echo "$id,$((500 + (1673 + di) * 10 + 5)),$((-2380 + (924 - 1 - 305 - dj) * 10 + 5))"
-    done; } >"$g"
-  mal=(--quiet --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" --set output.formats=asc
-    --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.gauges="$g")
-  "$T" run "$m/malpasset.ini" "${mal[@]}" --set parallel.backend=cuda --set parallel.devices=0 \
-    --set time.end=3001 --set output.times=3000 --set output.checkpoint_interval=3000 \
-    --out "$out/cell_start"
-  for run in "gpu|--set parallel.backend=cuda --set parallel.devices=0" \
-    "cpu|--set parallel.backend=cpu"; do
-    # shellcheck disable=SC2086
-    OMP_NUM_THREADS=$(nproc) "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} \
-      --restart "$out/cell_start/checkpoint_t003000.tsc" --set time.end=3050 \
-      --set output.times=3010,3020,3030,3040,3050 --out "$out/cell_${run%%|*}"
-  done
-  { diff "$out/cell_cpu/gauges.csv" "$out/cell_gpu/gauges.csv" | head -40
-    for q in h hu hv; do
-      echo "$q at 3050 s (cpu, then gpu):"
-      python3 "$root/scripts/asc_diff.py" "$out/cell_cpu/${q}_t003050.asc" "$out/cell_gpu/${q}_t003050.asc"
-    done
-    grep -E '^3050|^3049' "$out/cell_cpu/gauges.csv" | grep -E ',C,|,E,'
-    grep -E '^3050|^3049' "$out/cell_gpu/gauges.csv" | grep -E ',C,|,E,'; } 2>&1 | tee "$out/malpasset_cell.log"
-  line=$(cmp "$out/cell_cpu/gauges.csv" "$out/cell_gpu/gauges.csv" | sed -n 's/.*line \([0-9]*\).*/\1/p')
-  [ -n "$line" ] && sed -n "$((line - 24)),$((line + 8))p" "$out/cell_cpu/gauges.csv" >"$out/cell_cpu.csv"
-  [ -n "$line" ] && sed -n "$((line - 24)),$((line + 8))p" "$out/cell_gpu/gauges.csv" >"$out/cell_gpu.csv"
-  rm -rf "$out"/cell_start "$out"/cell_cpu "$out"/cell_gpu
 fi
 
 # The 1.45 M-cell circular dam break of buq-gpus on GPU 0 (issue 18): steps on the device (one
