@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first] [CTEST_REGEX]
+#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -141,6 +141,24 @@ if [ "$what" = malpasset-gpus ]; then
   cmp "$out/malpasset10_1gpu/max_h.asc" "$out/malpasset10_allgpus/max_h.asc" &&
     cmp "$out/malpasset10_1gpu/max_h.asc" "$out/malpasset10_mpi/max_h.asc" &&
     echo "max_h.asc: the same bytes on 1 GPU, all GPUs in one process and one rank per GPU"
+fi
+
+# Steps on the devices for several GPU parts of one process (issues 19 and 21): their tests,
+# then Malpasset 10 m on GPU 0, on every GPU (one process, balance off and static) and one rank
+# per GPU, and the wet basin's weak and strong scaling in one process, in one call.
+if [ "$what" = gpu-parts ]; then
+  (cd "$build" && ctest -L gpu -R "${only:-device_steps|gpu.match|sanitizer\$|sanitizer.device_steps|gpu.mpi\$}" \
+    --output-on-failure -j1) 2>&1 | tee "$out/gpu_tests.log"
+  bash "$0" malpasset-gpus
+  BALANCE_MODES=off,static bash "$0" balance-gpus
+  {
+    "$T" bench swe --backend cuda --devices "$devs" --mode threads --weak --size 8192 \
+      --steps 30 --decomposition rows --json "$out/weak_threads.json"
+    for n in 16384 4096; do
+      "$T" bench swe --backend cuda --devices "$devs" --mode threads --strong --size $n \
+        --steps 30 --decomposition rows --json "$out/strong_${n}_threads.json"
+    done
+  } 2>&1 | tee "$out/scaling_threads.log"
 fi
 
 # Load balance on one GPU and its host (issue 16): Malpasset at 10 m (4000 s, float) and the

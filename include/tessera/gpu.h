@@ -42,6 +42,17 @@ void ts_gpu_enable_peers(int device);
 void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
                      const ts_halo_field *from, const ts_halo_field *to);
 void ts_gpu_halo_wait(void);
+/* The stream of the halo copies to `device` (created when first needed; a cudaStream_t). */
+void *ts_gpu_halo_stream(int device);
+/* Work queued on streams of several devices as one CUDA graph (device runs over the GPU parts
+ * of a process): ts_gpu_capture_begin records, instead of running, what is queued from then on
+ * on `stream` and on the streams that wait for it, until they are joined back; capture_end
+ * makes the record an executable graph, which graph_launch queues on a stream (work on other
+ * devices included) and graph_destroy frees. Streams are cudaStream_t. */
+void ts_gpu_capture_begin(void *stream);
+void *ts_gpu_capture_end(void *stream);
+void ts_gpu_graph_launch(void *graph, void *stream);
+void ts_gpu_graph_destroy(void *graph);
 #endif
 
 #ifdef __cplusplus

@@ -3,7 +3,8 @@
  * long goes by 2D copies (the copy engines, no multiprocessor time); other boxes (3D faces, or
  * the few-cell-wide columns of a split along x) by one kernel per field that moves every masked
  * component, reading the source through peer access where it lies on another device (one copy
- * call per component and layer would cost more than the copy). */
+ * call per component and layer would cost more than the copy). Also the CUDA graphs that record
+ * work on streams of several devices (device runs over the GPU parts of a process). */
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -179,4 +180,29 @@ void ts_gpu_halo_wait(void) {
       ts_gpu_check((int)cudaStreamSynchronize(halo_streams[d]), "halo copies");
       halo_pending[d] = 0;
     }
+}
+
+void *ts_gpu_halo_stream(int device) { return halo_stream_of(device); }
+
+void ts_gpu_capture_begin(void *stream) {
+  ts_gpu_check((int)cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal),
+               "graph capture");
+}
+
+void *ts_gpu_capture_end(void *stream) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  ts_gpu_check((int)cudaStreamEndCapture((cudaStream_t)stream, &graph), "graph capture");
+  ts_gpu_check((int)cudaGraphInstantiate(&exec, graph, 0), "graph instantiation");
+  cudaGraphDestroy(graph);
+  return exec;
+}
+
+void ts_gpu_graph_launch(void *graph, void *stream) {
+  ts_gpu_check((int)cudaGraphLaunch((cudaGraphExec_t)graph, (cudaStream_t)stream), "graph launch");
+}
+
+void ts_gpu_graph_destroy(void *graph) {
+  if (graph)
+    cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }

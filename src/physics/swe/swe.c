@@ -452,6 +452,7 @@ void ts_swe_destroy(ts_swe *s) {
     s->buq_ops->destroy(s->buq);
   if (s->in_flight)
     swe_finish_exchange(s);
+  swe_drop_run_graphs(s);
   ts_halo_plan_destroy(s->halo);
   if (s->device_halo && s->nranks > 1)
     ts_transport_close();
@@ -610,6 +611,7 @@ static ts_status watch_part(const ts_swe *s, swe_part *p) {
 }
 
 ts_status ts_swe_watch(ts_swe *s, int n, const int *i, const int *j) {
+  swe_drop_run_graphs(s); /* they record the old cells */
   free(s->watch_i);
   free(s->watch_j);
   s->nwatch = 0;

@@ -104,8 +104,10 @@ typedef struct swe_gpu {
   double *max[4];                           /* max_h, max_speed, arrival, max_eta */
   double *rec[5];                           /* duration, max_hazard, loss, inflow, outflow */
   ts_real *rain, *loss_initial, *loss_rate; /* NULL where the host's are */
-  double *rain_rate; /* the current frame's uniform rate (m/s), then its longest step (s) */
-  swe_bits *amax;    /* 2 */
+  double *rain_rate;   /* the current frame's uniform rate (m/s), then its longest step (s) */
+  swe_bits *amax;      /* 2 */
+  swe_bits *published; /* 4: device runs over several parts, by step parity (k_publish) */
+  cudaEvent_t mark, halo_mark; /* device runs over several parts: where one stream waits */
   swe_clock *clock, *clock_host;
   double *log, *log_host; /* per step of a run: time after it, then its length */
   hydro_t hydro;

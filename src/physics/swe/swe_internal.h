@@ -19,6 +19,10 @@
 /* Cells of the state one stage reads around a cell it updates: two for the reconstruction of
  * the face fluxes, one more for the outflow limiter of the neighbours. */
 #define SWE_STAGE_REACH 3
+/* Device runs over the GPU parts of one process: at most this many parts, and one recorded
+ * graph per step of the exchange cycle (ghost_expansion steps, at most 8). */
+#define SWE_DEVICE_RUN_PARTS 16
+#define SWE_MAX_GHOST_EXPANSION 8
 
 typedef struct swe_kernels swe_kernels;
 /* What a run of steps on the device did (swe_kernels.finish_steps). */
@@ -133,6 +137,19 @@ struct swe_kernels {
    * cells and ends the run of steps after a non-finite value, the stop time or the target. */
   void (*time_step)(swe_part *s, const double amax[2]);
   void (*end_step)(swe_part *s);
+  /* Device runs over the GPU parts of one process (NULL on the CPU), recorded as one graph:
+   * stream is the part's (a cudaStream_t); order makes the part's stream wait for what is
+   * queued so far on the stream of part `after`; halo_after makes the halo copies to the
+   * part's device wait for part q's passes so far, halo_before the part for the copies queued
+   * so far. share_speeds publishes the first stage's wave speeds for the other parts;
+   * time_step_over is time_step from the largest speeds the n parts published, once the part
+   * waited for them. */
+  void *(*stream)(swe_part *s);
+  void (*order)(swe_part *s, const swe_part *after);
+  void (*halo_after)(swe_part *s, const swe_part *q);
+  void (*halo_before)(swe_part *s);
+  void (*share_speeds)(swe_part *s);
+  void (*time_step_over)(swe_part *s, swe_part *const *parts, int n);
   /* A run of steps: begin_steps sets its target (steps are shortened to land on it) and stop
    * (the run ends after the first step reaching it); capture_step(s, 1) starts recording the
    * passes of one step into a CUDA graph, returning 0 when the part has one already, and
@@ -347,6 +364,7 @@ struct ts_swe {
   int halo_width;            /* cells: SWE_STAGE_REACH x stages x ghost_expansion */
   int cycle;                 /* stages done since the last exchange */
   int in_flight;             /* an exchange was started and not finished */
+  int recording;             /* a graph of the parts' passes is being recorded: parts in order */
   int device_halo;           /* GPU parts: halos move in device memory (copies, transport) */
   const char *transport;     /* how halos move (ts_swe_transport) */
   int speeds_on_device;      /* the wave speeds are reduced over the ranks on the GPUs */
@@ -375,6 +393,11 @@ struct ts_swe {
   int nwatch; /* watched cells (ts_swe_watch), global coordinates */
   int *watch_i, *watch_j;
   int ran_on_device; /* the last ts_swe_advance ran on the device */
+  /* Device runs over several GPU parts: a graph of one step at each position of the exchange
+   * cycle (the last one with the exchange), recorded for the current halo plan, watched cells
+   * and early exit (NULL: not recorded). */
+  void *run_graphs[SWE_MAX_GHOST_EXPANSION];
+  int run_graphs_early_exit;
   /* [grid] type = buq: the block engine (swe_buq.h) in place of the parts */
   const struct swe_buq_ops *buq_ops;
   void *buq;
@@ -407,12 +430,16 @@ int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out);
 
 /* swe_step.c: the decomposed step, exchanges and rebuilding the parts. */
 ts_status swe_step(ts_swe *s, double target, double *dt_taken);
-/* Whether the steps can run on the device alone (a GPU process with the whole grid, early exit
- * resolved, no tuning under way), and such a run of up to max_steps (ts_swe_advance). */
+/* Whether the steps can run on the devices alone (every part of the grid a GPU part of this
+ * process, no tuning or balancer timing under way), and such a run of up to max_steps
+ * (ts_swe_advance): one part's graph, or for several parts graphs of all of them (the time
+ * step from the speeds each published, the exchange of the cycle's last step). */
 int swe_steps_on_device(const ts_swe *s);
 ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
                             swe_steps_report *report);
 ts_status swe_finish_exchange(ts_swe *s);
+/* Frees the recorded graphs of device runs over several parts (their plan or cells changed). */
+void swe_drop_run_graphs(ts_swe *s);
 ts_status swe_build_halo_plan(ts_swe *s);
 /* Replaces the split (and halo width), with the devices of its subdomains (NULL: the same as
  * now, for a split of as many subdomains): parts whose window or device changes are rebuilt and

@@ -178,15 +178,10 @@ static __global__ void k_begin(swe_clock *clock, double target, double stop) {
   clock->idle = clock->bad = clock->collapsed = clock->steps = 0;
 }
 
-/* The step from the first stage's wave speeds (reset for the next step), as the host computes
- * it (swe_time_step), and the inflow discharges of the second stage. A collapsed step ends the
- * run. */
-static __global__ void k_dt(swe_clock *clock, swe_bits *amax, double cfl, double dx, double dy,
-                            const double *rain, hydro_t hydro) {
-  if (clock->idle)
-    return;
-  double ax = (double)swe_from_bits(amax[0]), ay = (double)swe_from_bits(amax[1]);
-  amax[0] = amax[1] = 0;
+/* The step from the largest wave speeds, as the host computes it (swe_time_step), and the
+ * inflow discharges of the second stage. A collapsed step ends the run. */
+__device__ static void take_time_step(swe_clock *clock, double ax, double ay, double cfl, double dx,
+                                      double dy, const double *rain, const hydro_t *hydro) {
   double t_after;
   double dt = swe_time_step(ax, ay, cfl, dx, dy, rain[1], clock->t, clock->target,
                             sizeof(ts_real) == 8, &t_after);
@@ -197,7 +192,49 @@ static __global__ void k_dt(swe_clock *clock, swe_bits *amax, double cfl, double
   }
   clock->t_after = t_after;
   for (int side = 0; side < 4; side++)
-    clock->qunit[1][side] = inflow_unit(&hydro, side, clock->t + dt);
+    clock->qunit[1][side] = inflow_unit(hydro, side, clock->t + dt);
+}
+
+/* The step from the first stage's wave speeds (reset for the next step). */
+static __global__ void k_dt(swe_clock *clock, swe_bits *amax, double cfl, double dx, double dy,
+                            const double *rain, hydro_t hydro) {
+  if (clock->idle)
+    return;
+  double ax = (double)swe_from_bits(amax[0]), ay = (double)swe_from_bits(amax[1]);
+  amax[0] = amax[1] = 0;
+  take_time_step(clock, ax, ay, cfl, dx, dy, rain, &hydro);
+}
+
+/* Device runs over several parts: each part publishes its first stage's wave speeds (and resets
+ * them) in the slot of the step's parity, so that a part still reading the last step's slot of
+ * another finds it unchanged; after the parts wait for each other, each takes the step from the
+ * largest published speeds (bits of non-negative reals order as the reals). */
+static __global__ void k_publish(const swe_clock *clock, swe_bits *amax, swe_bits *published) {
+  if (clock->idle)
+    return;
+  swe_bits *slot = published + 2 * (clock->steps & 1);
+  slot[0] = amax[0], slot[1] = amax[1];
+  amax[0] = amax[1] = 0;
+}
+
+struct published_t {
+  const swe_bits *of[SWE_DEVICE_RUN_PARTS];
+  int n;
+};
+
+static __global__ void k_dt_over(swe_clock *clock, published_t pub, double cfl, double dx,
+                                 double dy, const double *rain, hydro_t hydro) {
+  if (clock->idle)
+    return;
+  int parity = clock->steps & 1;
+  swe_bits ax = 0, ay = 0;
+  for (int q = 0; q < pub.n; q++) {
+    const volatile swe_bits *slot = pub.of[q] + 2 * parity;
+    ax = slot[0] > ax ? slot[0] : ax;
+    ay = slot[1] > ay ? slot[1] : ay;
+  }
+  take_time_step(clock, (double)swe_from_bits(ax), (double)swe_from_bits(ay), cfl, dx, dy, rain,
+                 &hydro);
 }
 
 /* The state, velocities and maxima of a cell into 5 reals and 4 doubles. */
@@ -388,6 +425,44 @@ static void gpu_time_step(swe_part *s, const double amax[2]) {
   }
   k_dt<<<1, 1, 0, g->stream>>>(g->clock, g->amax, s->p->cfl, s->grid.dx[0], s->grid.dx[1],
                                g->rain_rate, g->hydro);
+}
+
+/* Device runs over several parts (swe_step.c). */
+static void *gpu_stream(swe_part *s) { return use(s)->stream; }
+
+static void gpu_order(swe_part *s, const swe_part *after) {
+  swe_gpu *a = use(after);
+  check(cudaEventRecord(a->mark, a->stream), "event record");
+  check(cudaStreamWaitEvent(use(s)->stream, a->mark, 0), "wait between parts");
+}
+
+static void gpu_halo_after(swe_part *s, const swe_part *q) {
+  swe_gpu *a = use(q);
+  check(cudaEventRecord(a->mark, a->stream), "event record");
+  cudaStream_t halo = (cudaStream_t)ts_gpu_halo_stream(s->device);
+  check(cudaStreamWaitEvent(halo, a->mark, 0), "wait for the parts");
+}
+
+static void gpu_halo_before(swe_part *s) {
+  cudaStream_t halo = (cudaStream_t)ts_gpu_halo_stream(s->device);
+  swe_gpu *g = use(s);
+  check(cudaEventRecord(g->halo_mark, halo), "event record");
+  check(cudaStreamWaitEvent(g->stream, g->halo_mark, 0), "wait for the halo copies");
+}
+
+static void gpu_share_speeds(swe_part *s) {
+  swe_gpu *g = use(s);
+  k_publish<<<1, 1, 0, g->stream>>>(g->clock, g->amax, g->published);
+}
+
+static void gpu_time_step_over(swe_part *s, swe_part *const *parts, int n) {
+  published_t pub = {};
+  pub.n = n;
+  for (int q = 0; q < n; q++)
+    pub.of[q] = gpu_of(parts[q])->published;
+  swe_gpu *g = use(s);
+  k_dt_over<<<1, 1, 0, g->stream>>>(g->clock, pub, s->p->cfl, s->grid.dx[0], s->grid.dx[1],
+                                    g->rain_rate, g->hydro);
 }
 
 static void gpu_end_step(swe_part *s) {
@@ -778,6 +853,11 @@ static void gpu_release(swe_part *s) {
   cudaFree(g->rain_rate);
   cudaFree(g->active);
   cudaFree(g->amax);
+  cudaFree(g->published);
+  if (g->mark)
+    cudaEventDestroy(g->mark);
+  if (g->halo_mark)
+    cudaEventDestroy(g->halo_mark);
   cudaFree(g->clock);
   cudaFree(g->log);
   cudaFree(g->hydro_mem);
@@ -871,6 +951,13 @@ extern "C" ts_status SWE_CUDA_ATTACH(swe_part *s, int device) {
     e = cudaMemcpy(g->rain_rate, rain, sizeof rain, cudaMemcpyHostToDevice);
   if (e == cudaSuccess && (e = cudaMalloc((void **)&g->amax, 2 * sizeof(swe_bits))) == cudaSuccess)
     e = cudaMemset(g->amax, 0, 2 * sizeof(swe_bits));
+  if (e == cudaSuccess &&
+      (e = cudaMalloc((void **)&g->published, 4 * sizeof(swe_bits))) == cudaSuccess)
+    e = cudaMemset(g->published, 0, 4 * sizeof(swe_bits));
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags(&g->mark, cudaEventDisableTiming);
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags(&g->halo_mark, cudaEventDisableTiming);
   if (e == cudaSuccess)
     e = cudaMallocHost((void **)&g->amax_host, 2 * sizeof(swe_bits));
   if (e == cudaSuccess)
@@ -931,6 +1018,12 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .take_speeds = gpu_take_speeds,
     .time_step = gpu_time_step,
     .end_step = gpu_end_step,
+    .stream = gpu_stream,
+    .order = gpu_order,
+    .halo_after = gpu_halo_after,
+    .halo_before = gpu_halo_before,
+    .share_speeds = gpu_share_speeds,
+    .time_step_over = gpu_time_step_over,
     .begin_steps = gpu_begin_steps,
     .capture_step = gpu_capture_step,
     .run_steps = gpu_run_steps,

@@ -14,10 +14,12 @@
 #include "physics/swe/swe_internal.h"
 #include "tessera/gpu.h"
 
-/* Runs f(part) for every part of this rank, in parallel when there are several. */
+/* Runs f(part) for every part of this rank, in parallel when there are several (in order while
+ * a graph of them is recorded). */
 static void swe_for_parts(ts_swe *s, void (*f)(swe_part *part, void *arg), void *arg) {
-  if (s->nparts == 1) {
-    f(s->parts[0], arg);
+  if (s->nparts == 1 || s->recording) {
+    for (int k = 0; k < s->nparts; k++)
+      f(s->parts[k], arg);
     return;
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(s->outer_threads)
@@ -51,6 +53,7 @@ static void halo_window(const ts_swe *s, int sub, ts_box *w) {
 
 /* Adds the times of the current halo plan to the subdomains' sums and drops the plan. */
 static void drop_halo_plan(ts_swe *s) {
+  swe_drop_run_graphs(s);
   for (int k = 0; s->halo && k < s->nparts; k++) {
     ts_halo_times t = ts_halo_times_of(s->halo, s->parts[k]->sub), *sum;
     sum = &s->halo_times[s->parts[k]->sub];
@@ -296,11 +299,21 @@ static void phase_end(swe_part *p, void *arg) {
 
 /* The time step towards `target` from the first stage's wave speeds: the maximum over the
  * parts and ranks, on the host (the GPUs get it back and compute the same step), or on the
- * device alone. */
+ * devices alone (several parts of a process: each reads the speeds the others published). */
 static ts_status choose_step(ts_swe *s, double target, stage_work *w) {
-  if (w->on_device) {
+  if (w->on_device && s->nparts == 1) {
+    s->parts[0]->k->time_step(s->parts[0], NULL);
+    return TS_OK;
+  }
+  if (w->on_device) { /* each part waits for the speeds of the others */
     for (int k = 0; k < s->nparts; k++)
-      s->parts[k]->k->time_step(s->parts[k], NULL);
+      s->parts[k]->k->share_speeds(s->parts[k]);
+    for (int k = 0; k < s->nparts; k++)
+      for (int q = 0; q < s->nparts; q++)
+        if (q != k)
+          s->parts[k]->k->order(s->parts[k], s->parts[q]);
+    for (int k = 0; k < s->nparts; k++)
+      s->parts[k]->k->time_step_over(s->parts[k], s->parts, s->nparts);
     return TS_OK;
   }
   double a[2] = {0, 0};
@@ -403,30 +416,157 @@ ts_status swe_step(ts_swe *s, double target, double *dt_taken) {
 }
 
 int swe_steps_on_device(const ts_swe *s) {
-  return s->backend == TS_BACKEND_CUDA && s->nparts == 1 && s->decomp.count == 1 &&
-         !swe_tuning(s) && !s->balance.probing && s->parts[0]->k->capture_step;
+  if (s->backend != TS_BACKEND_CUDA || swe_tuning(s) || s->balance.probing)
+    return 0;
+  /* several parts: all of this process's, on GPUs, and no balancer timing their phases */
+  if (s->decomp.count != s->nparts || s->nparts > SWE_DEVICE_RUN_PARTS ||
+      s->ghost_expansion > SWE_MAX_GHOST_EXPANSION)
+    return 0;
+  if (s->nparts > 1 && s->balance.mode == TS_BALANCE_DYNAMIC)
+    return 0;
+  for (int k = 0; k < s->nparts; k++)
+    if (!s->parts[k]->gpu || !s->parts[k]->k->capture_step)
+      return 0;
+  return 1;
 }
+
+void swe_drop_run_graphs(ts_swe *s) {
+  for (int m = 0; m < SWE_MAX_GHOST_EXPANSION; m++) {
+#if TESSERA_HAVE_CUDA
+    ts_gpu_graph_destroy(s->run_graphs[m]);
+#endif
+    s->run_graphs[m] = NULL;
+  }
+}
+
+#if TESSERA_HAVE_CUDA
+/* The exchange queued on the devices: the halo copies wait for every part's passes, and every
+ * part waits for the copies to its device. */
+static ts_status exchange_on_device(ts_swe *s) {
+  for (int k = 0; k < s->nparts; k++)
+    for (int q = 0; q < s->nparts; q++)
+      s->parts[k]->k->halo_after(s->parts[k], s->parts[q]);
+  TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
+  TS_CALL(ts_halo_finish(s->halo, s->fields));
+  for (int k = 0; k < s->nparts; k++)
+    s->parts[k]->k->halo_before(s->parts[k]);
+  return TS_OK;
+}
+
+/* Records the graph of one step of every part at position m of the exchange cycle (its regions
+ * shrink with the stages since the exchange), the exchange after it at the cycle's end. */
+static ts_status record_run_graph(ts_swe *s, int m, double target) {
+  int stages = s->p.rk_order == 1 ? 1 : 2;
+  swe_part *lead = s->parts[0];
+  void *stream = lead->k->stream(lead);
+  double(*amax)[2] = calloc((size_t)s->nparts, sizeof *amax); /* unused: the devices keep them */
+  if (!amax)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_gpu_capture_begin(stream);
+  s->recording = 1;
+  for (int k = 1; k < s->nparts; k++)
+    s->parts[k]->k->order(s->parts[k], lead);
+  int cycle = s->cycle;
+  s->cycle = m * stages;
+  stage_work w = {.on_device = 1, .amax = amax, .s = s};
+  ts_status st = run_stages(s, target, &w);
+  if (st == TS_OK && m + 1 == s->ghost_expansion)
+    st = exchange_on_device(s);
+  s->cycle = cycle;
+  for (int k = 1; k < s->nparts; k++)
+    lead->k->order(lead, s->parts[k]);
+  s->recording = 0;
+  s->run_graphs[m] = ts_gpu_capture_end(stream);
+  free(amax);
+  return st;
+}
+
+/* A run of steps over several GPU parts of this process: the graphs of the exchange cycle's
+ * positions launched in turn from the current one; the parts' clocks take the same steps. The
+ * position after the last step launched is kept: when the devices stopped earlier, the halos
+ * are fresher than it says, which only shrinks the regions computed. */
+static ts_status run_parts_on_device(ts_swe *s, double target, double stop, int max_steps,
+                                     swe_steps_report *report) {
+  int stages = s->p.rk_order == 1 ? 1 : 2, cycle_steps = s->ghost_expansion;
+  TS_CALL(swe_finish_exchange(s));
+  if (s->cycle % stages != 0 || s->cycle >= cycle_steps * stages)
+    TS_CALL(swe_exchange(s));
+  if (s->run_graphs_early_exit != s->parts[0]->early_exit)
+    swe_drop_run_graphs(s);
+  s->run_graphs_early_exit = s->parts[0]->early_exit;
+  for (int m = 0; m < cycle_steps; m++)
+    if (!s->run_graphs[m])
+      TS_CALL(record_run_graph(s, m, target));
+  double t0 = omp_get_wtime();
+  swe_part *lead = s->parts[0];
+  for (int k = 0; k < s->nparts; k++)
+    s->parts[k]->k->begin_steps(s->parts[k], target, stop);
+  for (int k = 1; k < s->nparts; k++)
+    lead->k->order(lead, s->parts[k]);
+  int n = max_steps < TS_SWE_ADVANCE_MAX ? max_steps : TS_SWE_ADVANCE_MAX;
+  int position = s->cycle / stages;
+  void *stream = lead->k->stream(lead);
+  for (int q = 0; q < n; q++)
+    ts_gpu_graph_launch(s->run_graphs[(position + q) % cycle_steps], stream);
+  s->cycle = (position + n) % cycle_steps * stages;
+  int bad = 0;
+  swe_steps_report other;
+  for (int k = 0; k < s->nparts; k++) {
+    if (k > 0)
+      s->parts[k]->k->order(s->parts[k], lead);
+    swe_steps_report *got = k == 0 ? report : &other;
+    s->parts[k]->k->finish_steps(s->parts[k], got);
+    bad |= got->bad;
+    const ts_swe_run *a = &report->steps, *b = &got->steps;
+    int same = a->taken == b->taken && !memcmp(a->t, b->t, sizeof(double) * (size_t)a->taken);
+    if (!same && !bad) {
+      int q = 0;
+      while (q < a->taken && q < b->taken && a->t[q] == b->t[q])
+        q++;
+      return ts_error(TS_ERR_INTERNAL,
+                      "swe: GPU parts 0 and %d parted: %d and %d steps, step %d ends at t = %.17g "
+                      "and %.17g s (dt %.9g and %.9g)",
+                      k, a->taken, b->taken, q, q < a->taken ? a->t[q] : NAN,
+                      q < b->taken ? b->t[q] : NAN, q < a->taken ? a->dt[q] : NAN,
+                      q < b->taken ? b->dt[q] : NAN);
+    }
+  }
+  double wall = omp_get_wtime() - t0;
+  for (int k = 0; k < s->nparts; k++)
+    s->parts[k]->compute_s += wall;
+  report->bad = bad;
+  return TS_OK;
+}
+#endif
 
 ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
                             swe_steps_report *report) {
   swe_part *p = s->parts[0];
-  double t0 = omp_get_wtime();
-  p->k->begin_steps(p, target, stop);
-  if (p->k->capture_step(p, 1)) {
-    double amax[1][2] = {{0, 0}}; /* unused: the device keeps the wave speeds */
-    stage_work w = {.on_device = 1, .amax = amax, .s = s};
-    ts_status st = run_stages(s, target, &w);
-    p->k->capture_step(p, 0);
-    s->cycle = 0; /* one subdomain: nothing to exchange */
-    TS_CALL(st);
+  if (s->nparts > 1) {
+#if TESSERA_HAVE_CUDA
+    TS_CALL(run_parts_on_device(s, target, stop, max_steps, report));
+#endif
+  } else {
+    double t0 = omp_get_wtime();
+    p->k->begin_steps(p, target, stop);
+    if (p->k->capture_step(p, 1)) {
+      double amax[1][2] = {{0, 0}}; /* unused: the device keeps the wave speeds */
+      stage_work w = {.on_device = 1, .amax = amax, .s = s};
+      ts_status st = run_stages(s, target, &w);
+      p->k->capture_step(p, 0);
+      s->cycle = 0; /* one subdomain: nothing to exchange */
+      TS_CALL(st);
+    }
+    p->k->run_steps(p, max_steps < TS_SWE_ADVANCE_MAX ? max_steps : TS_SWE_ADVANCE_MAX);
+    p->k->finish_steps(p, report);
+    p->compute_s += omp_get_wtime() - t0;
   }
-  p->k->run_steps(p, max_steps < TS_SWE_ADVANCE_MAX ? max_steps : TS_SWE_ADVANCE_MAX);
-  p->k->finish_steps(p, report);
-  p->compute_s += omp_get_wtime() - t0;
   const ts_swe_run *run = &report->steps;
   if (run->taken > 0) {
     double t_before = run->taken > 1 ? run->t[run->taken - 2] : s->t;
-    s->t = p->t = run->t[run->taken - 1];
+    s->t = run->t[run->taken - 1];
+    for (int k = 0; k < s->nparts; k++)
+      s->parts[k]->t = s->t;
     s->steps += run->taken;
     if (report->bad)
       return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s (step %lld)", t_before,
