@@ -150,8 +150,8 @@ if [ "$what" = gpu-parts ]; then
   (cd "$build" && ctest -L gpu -R "${only:-device_steps|gpu.match|sanitizer\$|sanitizer.device_steps|gpu.mpi\$}" \
     --output-on-failure -j1) 2>&1 | tee "$out/gpu_tests.log"
   bash "$0" malpasset-gpus
-  BALANCE_MODES=off,static bash "$0" balance-gpus
-  {
+  BALANCE_MODES=${BALANCE_MODES:-off,static,dynamic,auto} bash "$0" balance-gpus
+  [ -n "${NO_SCALING:-}" ] || {
     "$T" bench swe --backend cuda --devices "$devs" --mode threads --weak --size 8192 \
       --steps 30 --decomposition rows --json "$out/weak_threads.json"
     for n in 16384 4096; do

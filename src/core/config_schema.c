@@ -59,7 +59,8 @@ static const ts_config_key schema[] = {
      "(the same, then every rebalance_interval steps by where the work is, when the gain beats "
      "the cost of moving); auto (dynamic with more than one band, else off)"},
     {"parallel", "rebalance_interval", "steps", "auto (100)",
-     "steps between the load balancer's measurements"},
+     "steps between the load balancer's measurements (auto: 500 where the GPU subdomains of one "
+     "process take their steps on the devices, the last 2 of each interval timed)"},
     {"parallel", "gpu_kernels", "", "auto",
      "CUDA stage kernels of shallow water: auto (rows on subdomains of 4 Mi cells or more when "
      "early_exit is off or auto on a wet grid, else tiles), tiles, rows; same results"},

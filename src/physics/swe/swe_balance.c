@@ -5,9 +5,10 @@
  * predicted time is the same. Static: once, after a few steps timed with every cell computed
  * (each device's speed), over the whole grid. Dynamic: every rebalance_interval steps, over
  * where the work is, when the predicted gain over the next interval beats what the last move
- * cost. Moves go through swe_rebuild: only the cells that change owner travel, and the results
- * stay the same bit for bit. The decisions are collective: every rank takes them from the same
- * reduced numbers. */
+ * cost; where the GPU parts take their steps on the devices (untimed), the interval's last
+ * SWE_TIMED_STEPS steps are driven by the host and timed. Moves go through swe_rebuild: only the
+ * cells that change owner travel, and the results stay the same bit for bit. The decisions are
+ * collective: every rank takes them from the same reduced numbers. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <omp.h>
@@ -43,12 +44,20 @@ ts_status swe_balance_init(ts_swe *s) {
                                "gain larger than the last move cost, so it is off in effect "
                                "where the split is balanced");
   }
-  b->interval = par->rebalance_interval > 0 ? par->rebalance_interval : 100;
+  int on_devices = swe_parts_on_devices(s);
+  b->interval = par->rebalance_interval > 0 ? par->rebalance_interval
+                : on_devices                ? SWE_DEVICE_REBALANCE_INTERVAL
+                                            : 100;
   b->probe_steps = par->rebalance_interval > 0 ? par->rebalance_interval : SWE_STATIC_PROBE_STEPS;
-  if (b->mode == TS_BALANCE_DYNAMIC && par->rebalance_interval == 0)
+  if (b->mode == TS_BALANCE_DYNAMIC && par->rebalance_interval == 0 && !on_devices)
     swe_tune_rule(s, "rebalance_interval", "100",
                   "a measurement (one reduction over the ranks) every 100 steps costs well under "
                   "1 % of a step's time; moves are further gated by their measured cost");
+  if (b->mode == TS_BALANCE_DYNAMIC && par->rebalance_interval == 0 && on_devices)
+    swe_tune_rule(s, "rebalance_interval", "500",
+                  "the GPU parts take their steps on the devices, and the last 2 steps of each "
+                  "interval are driven by the host to time them (each several times a device "
+                  "step): every 500 steps that costs a few percent");
   int moves = b->mode == TS_BALANCE_STATIC || b->mode == TS_BALANCE_DYNAMIC;
   if (moves && s->decomp.count > 1 && !bands)
     return ts_error(TS_ERR_INPUT,
@@ -375,7 +384,7 @@ static ts_status time_cpu_on_band(ts_swe *s, const ts_box *band, int steps, int 
  * steps run from a CUDA graph). Only when the CPU could pay is the split with it built, and
  * measured again by the probe (keep_or_drop_cpu); otherwise the run goes on as it is, having
  * built nothing for the CPU. */
-static ts_status measure_and_move(ts_swe *s, int speeds);
+static ts_status measure_and_move(ts_swe *s, int speeds, double scale);
 
 static ts_status try_cpu(ts_swe *s, int steps) {
   swe_balance_state *b = &s->balance;
@@ -471,7 +480,7 @@ static ts_status try_cpu(ts_swe *s, int steps) {
   if (st != TS_OK || keep)
     return st;
   if (s->decomp.count > 1) /* several GPUs: sized by their speeds */
-    return measure_and_move(s, 1);
+    return measure_and_move(s, 1, 1);
   set_early_exit(s, s->early_exit);
   b->done = 1;
   mark_parts(s);
@@ -483,8 +492,9 @@ static ts_status try_cpu(ts_swe *s, int steps) {
  * sized by each device's speed (its seconds per computed cell) over the active cells of the whole
  * grid, and devices that do not pay are dropped; later (dynamic) by where the work lies now (the
  * computed tiles), when the predicted gain over the next interval is above 5 % of the step and
- * above the last move's measured cost. */
-static ts_status measure_and_move(ts_swe *s, int speeds) {
+ * above the last move's measured cost. The times measured are multiplied by `scale` (the steps
+ * of the interval over the steps timed, where only its last steps were). */
+static ts_status measure_and_move(ts_swe *s, int speeds, double scale) {
   swe_balance_state *b = &s->balance;
   int count = s->decomp.count, axis = band_axis(&s->decomp);
   int len = s->decomp.n[axis];
@@ -499,7 +509,7 @@ static ts_status measure_and_move(ts_swe *s, int speeds) {
   double *time = numbers, *work = numbers + count;
   for (int k = 0; k < s->nparts; k++) {
     swe_part *p = s->parts[k];
-    time[p->sub] = swe_part_compute_seconds(p) - p->balance_mark;
+    time[p->sub] = (swe_part_compute_seconds(p) - p->balance_mark) * scale;
     add_work(p, axis, work);
   }
   work[len] = b->last_move_s;
@@ -575,6 +585,19 @@ ts_status swe_balance_after_steps(ts_swe *s, int steps) {
   }
   b->steps += steps;
   int taken = b->steps;
+  if (b->mode == TS_BALANCE_DYNAMIC && !b->probing && swe_parts_on_devices(s)) {
+    /* steps on the devices are not timed per part: the interval ends with timed steps */
+    if (!b->timing && taken >= b->interval - SWE_TIMED_STEPS) {
+      b->timing = 1;
+      b->steps = 0;
+      mark_parts(s);
+    }
+    if (!b->timing || b->steps < SWE_TIMED_STEPS)
+      return TS_OK;
+    b->timing = 0;
+    b->steps = 0;
+    return measure_and_move(s, 0, (double)b->interval / SWE_TIMED_STEPS);
+  }
   if (taken < (b->probing ? b->probe_steps : b->interval))
     return TS_OK;
   b->steps = 0;
@@ -583,5 +606,5 @@ ts_status swe_balance_after_steps(ts_swe *s, int steps) {
   b->done = b->mode == TS_BALANCE_STATIC;
   if (speeds && b->cpu_trial)
     return try_cpu(s, taken);
-  return measure_and_move(s, speeds);
+  return measure_and_move(s, speeds, 1);
 }

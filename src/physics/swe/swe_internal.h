@@ -322,10 +322,15 @@ typedef struct swe_tune_state {
 
 /* The load balancer's state (swe_balance.c). */
 enum { SWE_STATIC_PROBE_STEPS = 5 }; /* steps that time the devices' speeds (by default) */
+/* Dynamic balance of parts whose steps run on the devices: the steps timed (host-driven) at the
+ * end of each interval, and the interval chosen by default. */
+enum { SWE_TIMED_STEPS = 2, SWE_DEVICE_REBALANCE_INTERVAL = 500 };
 typedef struct swe_balance_state {
   ts_balance_mode mode; /* auto resolved */
   int started;          /* the warm-up step after tuning is behind: measurements run */
   int probing;          /* the speed probe (every cell computed) is under way */
+  int timing;           /* dynamic, steps on the devices: the steps before a measurement are
+                           driven by the host, whose phases are timed (SWE_TIMED_STEPS) */
   int done;             /* static: the one move is made; or one subdomain left */
   double probe_start;   /* wall clock at the start of the speed probe */
   int interval, steps;  /* steps between measurements, steps since the last */
@@ -431,10 +436,13 @@ int swe_part_fields(const swe_part *part, int with_maxima, ts_halo_field *out);
 /* swe_step.c: the decomposed step, exchanges and rebuilding the parts. */
 ts_status swe_step(ts_swe *s, double target, double *dt_taken);
 /* Whether the steps can run on the devices alone (every part of the grid a GPU part of this
- * process, no tuning or balancer timing under way), and such a run of up to max_steps
+ * process, no tuning, speed probe or balancer timing under way), and such a run of up to max_steps
  * (ts_swe_advance): one part's graph, or for several parts graphs of all of them (the time
  * step from the speeds each published, the exchange of the cycle's last step). */
 int swe_steps_on_device(const ts_swe *s);
+/* ... whether every part of the grid is a GPU part of this process (runs on the devices can be
+ * taken when no tuning or timing is under way). */
+int swe_parts_on_devices(const ts_swe *s);
 ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
                             swe_steps_report *report);
 ts_status swe_finish_exchange(ts_swe *s);

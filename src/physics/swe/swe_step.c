@@ -415,19 +415,18 @@ ts_status swe_step(ts_swe *s, double target, double *dt_taken) {
   return after_step(s);
 }
 
-int swe_steps_on_device(const ts_swe *s) {
-  if (s->backend != TS_BACKEND_CUDA || swe_tuning(s) || s->balance.probing)
-    return 0;
-  /* several parts: all of this process's, on GPUs, and no balancer timing their phases */
-  if (s->decomp.count != s->nparts || s->nparts > SWE_DEVICE_RUN_PARTS ||
-      s->ghost_expansion > SWE_MAX_GHOST_EXPANSION)
-    return 0;
-  if (s->nparts > 1 && s->balance.mode == TS_BALANCE_DYNAMIC)
+int swe_parts_on_devices(const ts_swe *s) {
+  if (s->backend != TS_BACKEND_CUDA || s->decomp.count != s->nparts ||
+      s->nparts > SWE_DEVICE_RUN_PARTS || s->ghost_expansion > SWE_MAX_GHOST_EXPANSION)
     return 0;
   for (int k = 0; k < s->nparts; k++)
     if (!s->parts[k]->gpu || !s->parts[k]->k->capture_step)
       return 0;
   return 1;
+}
+
+int swe_steps_on_device(const ts_swe *s) {
+  return swe_parts_on_devices(s) && !swe_tuning(s) && !s->balance.probing && !s->balance.timing;
 }
 
 void swe_drop_run_graphs(ts_swe *s) {
