@@ -41,8 +41,10 @@ for config in "$@"; do
       name=$(basename "$f")
       case "$args" in *--restart*) [ -e "$out/$name" ] && [ "$name" != summary.json ] || continue ;; esac
       if [ "$name" = summary.json ]; then
-        cmp -s <(strip_summary "$f" "$tiles") <(strip_summary "$out/$name" "$tiles") ||
+        if ! cmp -s <(strip_summary "$f" "$tiles") <(strip_summary "$out/$name" "$tiles"); then
           differ="$differ $name"
+          diff <(strip_summary "$f" "$tiles") <(strip_summary "$out/$name" "$tiles") | head -8
+        fi
       else
         cmp -s "$f" "$out/$name" || differ="$differ $name"
       fi
