@@ -155,23 +155,16 @@ static inline void check(cudaError_t e, const char *what) { ts_gpu_check((int)e,
 
 /* A step's passes as a CUDA graph (steps that run without the host): graph_begin records what
  * is queued on the stream from then on, graph_end makes it a graph to launch, graph_launch
- * launches it n times on the stream. */
-static inline void graph_begin(cudaStream_t stream) {
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "graph capture");
-}
+ * launches it n times on the stream (gpu.cu's capture, for the graph type of the kernels). */
+static inline void graph_begin(cudaStream_t stream) { ts_gpu_capture_begin(stream); }
 
 static inline cudaGraphExec_t graph_end(cudaStream_t stream) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  check(cudaStreamEndCapture(stream, &graph), "graph capture");
-  check(cudaGraphInstantiate(&exec, graph, 0), "graph instantiation");
-  cudaGraphDestroy(graph);
-  return exec;
+  return (cudaGraphExec_t)ts_gpu_capture_end(stream);
 }
 
 static inline void graph_launch(cudaGraphExec_t exec, cudaStream_t stream, int n) {
   for (int k = 0; k < n; k++)
-    check(cudaGraphLaunch(exec, stream), "graph launch");
+    ts_gpu_graph_launch(exec, stream);
 }
 
 struct region_t {
