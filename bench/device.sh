@@ -55,7 +55,8 @@ devs=$(seq -s, 0 $((gpus - 1)))
 git -C "$root" log -1 --format='commit %h %s' 2>/dev/null || true
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  (cd "$build" && ctest -L gpu ${only:+-R "$only"} --output-on-failure -j1) 2>&1 |
+  # CTEST_JOBS tests at a time (default 1; the tests share the GPUs, which only slows them)
+  (cd "$build" && ctest -L gpu ${only:+-R "$only"} --output-on-failure -j"${CTEST_JOBS:-1}") 2>&1 |
     tee "$out/gpu_tests.log"
 fi
 

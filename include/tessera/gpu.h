@@ -50,6 +50,9 @@ void *ts_gpu_halo_stream(int device);
  * makes the record an executable graph, which graph_launch queues on a stream (work on other
  * devices included) and graph_destroy frees. Streams are cudaStream_t. */
 void ts_gpu_capture_begin(void *stream);
+/* Work queued on `waiter` from now on waits for what is queued on `signal` so far, through
+ * `event` (a cudaEvent_t of signal's device, recorded on it). Streams are cudaStream_t. */
+void ts_gpu_stream_after(void *waiter, void *signal, void *event);
 void *ts_gpu_capture_end(void *stream);
 void ts_gpu_graph_launch(void *graph, void *stream);
 void ts_gpu_graph_destroy(void *graph);

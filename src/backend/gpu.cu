@@ -189,6 +189,12 @@ void ts_gpu_capture_begin(void *stream) {
                "graph capture");
 }
 
+void ts_gpu_stream_after(void *waiter, void *signal, void *event) {
+  ts_gpu_check((int)cudaEventRecord((cudaEvent_t)event, (cudaStream_t)signal), "event record");
+  ts_gpu_check((int)cudaStreamWaitEvent((cudaStream_t)waiter, (cudaEvent_t)event, 0),
+               "wait between streams");
+}
+
 void *ts_gpu_capture_end(void *stream) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;

@@ -378,12 +378,20 @@ static ts_status make_plan(ts_lbm *s, ts_halo_plan **plan, const uint32_t *masks
 
 /* An exchange starts once the parts' queued work is done (GPU halos are read outside their
  * streams) and finishes when the copies between devices have landed. A plan that moves nothing
- * on this rank (one part, no neighbours) costs nothing: the GPU's queue keeps running. */
+ * on this rank (one part, no neighbours) costs nothing: the GPU's queue keeps running. While a
+ * graph is recorded both waits are queued on the devices instead: the copies to each device
+ * wait for every part's work, and every part waits for the copies to its device. */
 static ts_status exchange_start(ts_lbm *s, ts_halo_plan *plan) {
   if (!ts_halo_moves(plan))
     return TS_OK;
-  for (int k = 0; k < s->nparts && s->k->sync; k++)
-    s->k->sync(&s->parts[k]);
+  for (int k = 0; k < s->nparts && s->k->sync; k++) {
+    if (!s->recording) {
+      s->k->sync(&s->parts[k]);
+      continue;
+    }
+    for (int q = 0; q < s->nparts; q++)
+      s->k->halo_after(&s->parts[q], s->parts[k].device);
+  }
   return ts_halo_start(plan, s->fields, s->fields);
 }
 
@@ -391,8 +399,10 @@ static ts_status exchange_finish(ts_lbm *s, ts_halo_plan *plan) {
   if (!ts_halo_moves(plan))
     return TS_OK;
   TS_CALL(ts_halo_finish(plan, s->fields));
+  for (int k = 0; k < s->nparts && s->recording; k++)
+    s->k->halo_before(&s->parts[k]);
 #if TESSERA_HAVE_CUDA
-  if (s->p.cuda)
+  if (s->p.cuda && !s->recording)
     ts_gpu_halo_wait();
 #endif
   return TS_OK;
@@ -615,6 +625,9 @@ ts_status ts_lbm_create(ts_lbm **out, const ts_lbm_params *p, const ts_comm *com
 void ts_lbm_destroy(ts_lbm *s) {
   if (!s)
     return;
+#if TESSERA_HAVE_CUDA
+  ts_gpu_graph_destroy(s->pair_graph);
+#endif
   ts_halo_plan_destroy(s->forward);
   ts_halo_plan_destroy(s->back_faces);
   ts_halo_plan_destroy(s->back_diagonal);
@@ -643,11 +656,11 @@ static ts_status odd_step(ts_lbm *s) {
   for (int k = 0; k < s->nparts; k++)
     periodic_images(s, &s->parts[k], 1);
   TS_CALL(exchange_start(s, s->forward));
-#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1 && !s->recording)
   for (int k = 0; k < s->nparts; k++)
     s->k->odd(&s->parts[k], &s->consts, &s->parts[k].inner, LBM_INNER);
   TS_CALL(exchange_finish(s, s->forward));
-#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1 && !s->recording)
   for (int k = 0; k < s->nparts; k++) {
     s->k->odd(&s->parts[k], &s->consts, &s->parts[k].inner, LBM_BORDER);
     keep_walls(s, &s->parts[k], 0);
@@ -661,16 +674,70 @@ static ts_status odd_step(ts_lbm *s) {
   return TS_OK;
 }
 
+static ts_status one_step(ts_lbm *s) {
+  if (s->steps % 2 == 0) {
+#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1 && !s->recording)
+    for (int k = 0; k < s->nparts; k++)
+      s->k->even(&s->parts[k], &s->consts);
+  } else {
+    TS_CALL(odd_step(s));
+  }
+  s->steps++;
+  return TS_OK;
+}
+
+/* Several GPU parts in this process (no ranks to exchange with) take pairs of steps as one CUDA
+ * graph: the same kernels and copies in the same order as the host's steps, with the waits
+ * between them queued on the devices. */
+#if TESSERA_HAVE_CUDA
+static int pairs_on_devices(const ts_lbm *s) {
+  return s->p.cuda && s->nranks == 1 && s->nparts > 1 && s->k->stream;
+}
+
+static ts_status record_pair(ts_lbm *s) {
+  lbm_part *lead = &s->parts[0];
+  void *stream = s->k->stream(lead);
+  ts_gpu_capture_begin(stream);
+  s->recording = 1;
+  for (int k = 1; k < s->nparts; k++)
+    s->k->order(&s->parts[k], lead);
+  ts_status st = one_step(s);
+  if (st == TS_OK)
+    st = one_step(s);
+  s->steps -= 2; /* recorded, not run */
+  for (int k = 1; k < s->nparts; k++)
+    s->k->order(lead, &s->parts[k]);
+  s->recording = 0;
+  s->pair_graph = ts_gpu_capture_end(stream);
+  return st;
+}
+
+static ts_status run_pairs(ts_lbm *s, int pairs) {
+  if (!s->pair_graph)
+    TS_CALL(record_pair(s));
+  lbm_part *lead = &s->parts[0];
+  for (int k = 1; k < s->nparts; k++) /* the work queued by host-driven steps */
+    s->k->order(lead, &s->parts[k]);
+  for (int i = 0; i < pairs; i++)
+    ts_gpu_graph_launch(s->pair_graph, s->k->stream(lead));
+  for (int k = 1; k < s->nparts; k++)
+    s->k->order(&s->parts[k], lead);
+  s->steps += 2 * (int64_t)pairs;
+  return TS_OK;
+}
+#endif
+
 ts_status ts_lbm_step(ts_lbm *s, int n) {
-  for (int i = 0; i < n; i++) {
-    if (s->steps % 2 == 0) {
-#pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1)
-      for (int k = 0; k < s->nparts; k++)
-        s->k->even(&s->parts[k], &s->consts);
-    } else {
-      TS_CALL(odd_step(s));
+  for (int i = 0; i < n;) {
+#if TESSERA_HAVE_CUDA
+    if (s->steps % 2 == 0 && n - i >= 2 && pairs_on_devices(s)) {
+      TS_CALL(run_pairs(s, (n - i) / 2));
+      i += (n - i) / 2 * 2;
+      continue;
     }
-    s->steps++;
+#endif
+    TS_CALL(one_step(s));
+    i++;
   }
   for (int k = 0; k < s->nparts && s->k->sync; k++)
     s->k->sync(&s->parts[k]); /* the steps are done when this returns */

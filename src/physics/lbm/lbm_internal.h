@@ -111,6 +111,14 @@ typedef struct lbm_kernels {
   void (*sync)(lbm_part *p);
   void (*periodic)(lbm_part *p, int forward);
   void (*keep)(lbm_part *p, int restore);
+  /* Steps ordered on the devices (the GPU parts of one process as one CUDA graph): the part's
+   * stream; order makes p's queued work from now on wait for `after`'s queued so far;
+   * halo_after makes the halo copies to `device` wait for p's work; halo_before makes p's work
+   * wait for the halo copies to its device. */
+  void *(*stream)(lbm_part *p);
+  void (*order)(lbm_part *p, lbm_part *after);
+  void (*halo_after)(lbm_part *p, int device);
+  void (*halo_before)(lbm_part *p);
 } lbm_kernels;
 
 extern const lbm_kernels lbm_kernels_d2q9_fp32, lbm_kernels_d2q9_fp16;
@@ -145,6 +153,10 @@ struct ts_lbm {
   int have_change;
   int gpus;           /* CUDA devices this process sees (cuda backend) */
   int transport_open; /* a GPU transport between ranks was opened */
+  /* Pairs of steps (even, odd) of the GPU parts of one process recorded as one CUDA graph, which
+   * runs them without the host; recording: the exchanges are being ordered on the devices. */
+  void *pair_graph;
+  int recording;
 };
 
 #endif

@@ -29,7 +29,8 @@ typedef float lbm_store;
 #include "physics/lbm/lbm_node.h"
 
 /* Device side of a part: populations, node kinds, the nodes that are computed but not bulk, the
- * periodic and kept-slot lists, stream. */
+ * periodic and kept-slot lists, stream, and the events that order it against other streams (mark:
+ * its own work, halo_mark: the halo copies to its device). */
 typedef struct lbm_gpu {
   lbm_store *f;
   unsigned char *type;
@@ -39,6 +40,7 @@ typedef struct lbm_gpu {
   uint32_t *periodic_pushed, *periodic_pulled;
   lbm_store *keep_value;
   cudaStream_t stream;
+  cudaEvent_t mark, halo_mark;
 } lbm_gpu;
 
 static lbm_gpu *gpu_of(const lbm_part *p) { return (lbm_gpu *)p->gpu; }
@@ -267,6 +269,24 @@ static void gpu_keep(lbm_part *p, int restore) {
 
 static void gpu_sync(lbm_part *p) { check(cudaStreamSynchronize(use(p)->stream), "step"); }
 
+static void *gpu_stream(lbm_part *p) { return use(p)->stream; }
+
+static void gpu_order(lbm_part *p, lbm_part *after) {
+  lbm_gpu *a = use(after);
+  ts_gpu_stream_after(gpu_of(p)->stream, a->stream, a->mark);
+}
+
+static void gpu_halo_after(lbm_part *p, int device) {
+  lbm_gpu *g = use(p);
+  ts_gpu_stream_after(ts_gpu_halo_stream(device), g->stream, g->mark);
+}
+
+static void gpu_halo_before(lbm_part *p) {
+  void *halo = ts_gpu_halo_stream(p->device);
+  lbm_gpu *g = use(p);
+  ts_gpu_stream_after(g->stream, halo, g->halo_mark);
+}
+
 static void gpu_to_host(lbm_part *p) {
   lbm_gpu *g = use(p);
   check(cudaMemcpyAsync(p->f, g->f, (size_t)p->plane * LBM_Q * sizeof(lbm_store),
@@ -291,6 +311,10 @@ static void gpu_release(lbm_part *p) {
   cudaFree(g->keep_value);
   if (g->stream)
     cudaStreamDestroy(g->stream);
+  if (g->mark)
+    cudaEventDestroy(g->mark);
+  if (g->halo_mark)
+    cudaEventDestroy(g->halo_mark);
   free(g);
   p->gpu = NULL;
   p->dev_f = NULL;
@@ -337,6 +361,10 @@ static ts_status gpu_attach(lbm_part *p, int device) {
   p->device = device;
   ts_gpu_enable_peers(device);
   cudaError_t e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags(&g->mark, cudaEventDisableTiming);
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags(&g->halo_mark, cudaEventDisableTiming);
   size_t np = (size_t)p->nperiodic, nk = (size_t)p->nkeep;
   if (e == cudaSuccess)
     e = upload((void **)&g->f, p->f, (size_t)p->plane * LBM_Q * sizeof(lbm_store));
@@ -391,4 +419,8 @@ extern "C" const lbm_kernels LBM_KERNELS = {
     .sync = gpu_sync,
     .periodic = gpu_periodic,
     .keep = gpu_keep,
+    .stream = gpu_stream,
+    .order = gpu_order,
+    .halo_after = gpu_halo_after,
+    .halo_before = gpu_halo_before,
 };

@@ -432,22 +432,18 @@ static void *gpu_stream(swe_part *s) { return use(s)->stream; }
 
 static void gpu_order(swe_part *s, const swe_part *after) {
   swe_gpu *a = use(after);
-  check(cudaEventRecord(a->mark, a->stream), "event record");
-  check(cudaStreamWaitEvent(use(s)->stream, a->mark, 0), "wait between parts");
+  ts_gpu_stream_after(gpu_of(s)->stream, a->stream, a->mark);
 }
 
 static void gpu_halo_after(swe_part *s, const swe_part *q) {
   swe_gpu *a = use(q);
-  check(cudaEventRecord(a->mark, a->stream), "event record");
-  cudaStream_t halo = (cudaStream_t)ts_gpu_halo_stream(s->device);
-  check(cudaStreamWaitEvent(halo, a->mark, 0), "wait for the parts");
+  ts_gpu_stream_after(ts_gpu_halo_stream(s->device), a->stream, a->mark);
 }
 
 static void gpu_halo_before(swe_part *s) {
-  cudaStream_t halo = (cudaStream_t)ts_gpu_halo_stream(s->device);
+  void *halo = ts_gpu_halo_stream(s->device);
   swe_gpu *g = use(s);
-  check(cudaEventRecord(g->halo_mark, halo), "event record");
-  check(cudaStreamWaitEvent(g->stream, g->halo_mark, 0), "wait for the halo copies");
+  ts_gpu_stream_after(g->stream, halo, g->halo_mark);
 }
 
 static void gpu_share_speeds(swe_part *s) {
