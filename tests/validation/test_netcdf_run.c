@@ -12,6 +12,7 @@
  *    max_hazard) equal to their .asc files; summary.json names swe.nc and gauges.nc;
  *  - gauges.nc: featureType timeSeries, station (2) with station_name (cf_role timeseries_id),
  *    x, y, time and h, eta, u, v (station, time) equal to gauges.csv within its 9 digits;
+ *  - the same on a quadtree grid (2 levels, blocks of 8): swe.nc on the bed's grid;
  *  - without netcdf_per_snapshot no swe_T.nc is written, swe.nc is;
  *  - a run killed (SIGKILL) after its second output time leaves a swe.nc that opens and holds the
  *    times reached, equal to their .asc files;
@@ -344,6 +345,14 @@ int main(void) {
            "summary.json names swe.nc, gauges.nc and swe_t000002.nc");
     free(summary);
   }
+
+  /* the quadtree grid: swe.nc holds the snapshots on the bed's grid, as the .asc files */
+  write_case(dir, "case.ini", 8, "times = 2, 4, 6\nnetcdf_per_snapshot = on",
+             "[grid]\ntype = buq\nlevels = 2\nblock = 8\n");
+  snprintf(out, sizeof out, "%s/buq", dir);
+  snprintf(cmd, sizeof cmd, "\"%s\" run %s/case.ini --out %s --quiet", cli, dir, out);
+  EXPECT(system(cmd) == 0, "quadtree run succeeded (%s)", cmd);
+  check_run_file(out, NC_FLOAT, 1);
 
   write_case(dir, "case.ini", 8, "times = 2, 4, 6", "");
   snprintf(out, sizeof out, "%s/single", dir);
