@@ -90,6 +90,49 @@ ts_status ts_netcdf_write_levels(const char *path, const ts_raster *geom, int le
                                  double time, const ts_out_squares *sq, int nvars,
                                  const ts_out_var *vars);
 
+/* One NetCDF-4 classic file (CF-1.8) per run, growing by one time step at a time: dimensions
+ * time (unlimited), [z,] y, x; coordinate variables time, [z,] y, x (cell centres); the grid
+ * mapping `crs` as in ts_netcdf_write when the CRS is known; the time-varying variables
+ * (time, [z,] y, x) and the time-less maps ([z,] y, x), float or double, _FillValue for NaN,
+ * chunked one time slice per chunk, DEFLATE level 4 with shuffle. */
+typedef struct ts_netcdf_series ts_netcdf_series;
+typedef struct ts_netcdf_layout {
+  const ts_grid *grid;        /* 2D or 3D; origin, dx in length_units */
+  const char *crs;            /* WKT, or NULL */
+  const char *title;          /* global attribute title */
+  const char *length_units;   /* units of x, y, z: "m" */
+  const char *time_units;     /* e.g. "seconds" */
+  const char *time_long_name; /* e.g. "time since the start of the simulation" */
+  int time_standard;          /* 1: time gets standard_name = "time" */
+  int use_double;             /* 1: NC_DOUBLE, 0: NC_FLOAT data variables */
+  int nvars, nmaps;
+  const ts_out_var *vars, *maps; /* names, long names and units (values not read) */
+} ts_netcdf_layout;
+/* Creates (replaces) path with no time step yet. A failure is one error naming path, and leaves
+ * no file. */
+ts_status ts_netcdf_series_create(ts_netcdf_series **out, const char *path,
+                                  const ts_netcdf_layout *layout);
+/* Appends time step `time` with the values of every time-varying variable (vars[k].v, in the
+ * layout's order, indexed as in ts_netcdf_write_grid), then flushes the file to disk (nc_sync):
+ * a run stopped later leaves a readable file holding the time steps appended so far. */
+ts_status ts_netcdf_series_append(ts_netcdf_series *s, double time, const ts_out_var *vars);
+/* Writes (again) map number `map` of the layout; ts_netcdf_series_sync flushes it to disk. */
+ts_status ts_netcdf_series_put_map(ts_netcdf_series *s, int map, const double *v);
+ts_status ts_netcdf_series_sync(ts_netcdf_series *s);
+/* Closes the file and frees s (NULL: nothing). */
+ts_status ts_netcdf_series_close(ts_netcdf_series *s);
+
+/* CF-1.8 discrete sampling geometry file of time series (featureType = "timeSeries", orthogonal
+ * multidimensional representation): dimension station with station_name (cf_role =
+ * "timeseries_id"), x and y (m, projection coordinates), dimension time (seconds since the start
+ * of the simulation), and one double variable (station, time) per ts_out_var, values indexed
+ * t + ntimes * station; the CRS (NULL: none) as in ts_netcdf_write. Written to a temporary file
+ * and renamed. */
+ts_status ts_netcdf_write_stations(const char *path, const char *crs, int nstations,
+                                   char *const *names, const double *x, const double *y,
+                                   size_t ntimes, const double *times, int nvars,
+                                   const ts_out_var *vars);
+
 /* PNG map of water depth over hill-shaded terrain: bed and depth as for ts_out_var (NaN bed =
  * inactive, drawn grey), depths below `dry_depth` transparent over the terrain, a colour bar
  * from 0 to depth_max (m) with labels, and `title` (e.g. "t = 600 s") printed on the image. */

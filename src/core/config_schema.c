@@ -20,7 +20,7 @@ static const ts_config_key schema[] = {
     {"output", "times", "s", "(none)", "comma-separated output times"},
     {"output", "interval", "s", "(none)", "output every interval seconds"},
     {"output", "formats", "", "asc, png (swe), vtk, png (lbm), vtk (rmcrt)",
-     "any of asc, netcdf, vtk, png, geotiff (lbm: vtk, png; rmcrt: vtk, netcdf)"},
+     "any of asc, netcdf, vtk, png, geotiff (lbm: vtk, netcdf, png; rmcrt: vtk, netcdf)"},
     {"output", "lines", "m (swe, rmcrt), L (lbm)", "(none)",
      "profiles of every field along lines x0,y0[,z0],x1,y1[,z1],n; ... (n points): swe in map "
      "coordinates at each output time (line_K_<T>.csv), lbm in units of L at the end "
@@ -29,6 +29,9 @@ static const ts_config_key schema[] = {
     {"output", "gauges", "", "(none)", "CSV file id,x,y of gauge points"},
     {"output", "gauge_interval", "s", "0", "time between gauge records (0: every step)"},
     {"output", "maxima", "", "on", "write max_h, max_speed, max_eta and arrival grids: on or off"},
+    {"output", "netcdf_per_snapshot", "", "off",
+     "swe, with the netcdf format: also one NetCDF file per output time (swe_T.nc, and "
+     "swe_blocks_T.nc on a quadtree grid) besides the run's swe.nc: on or off"},
     {"output", "checkpoint_interval", "s", "0",
      "write a checkpoint every interval seconds (0: none)"},
     {"parallel", "backend", "", "cpu",

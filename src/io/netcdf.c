@@ -308,3 +308,271 @@ cleanup:
     nc_close(ncid);
   return status;
 }
+
+/* ------------------------------------------------------------------ one file per run */
+
+struct ts_netcdf_series {
+  char *path;
+  int ncid, use_double, nvars, nmaps, ndims;
+  int var_time, *var_ids, *map_ids; /* the time-varying variables, then the time-less maps */
+  size_t count[4], cells;           /* one time slice: 1, [nz,] ny, nx */
+  size_t times;                     /* time steps written */
+  void *buffer;                     /* one slice in the file's type */
+};
+
+/* The grid mapping variable `crs` holding the WKT in crs_wkt and spatial_ref (CF-1.8, as GDAL
+ * and QGIS read it). */
+static int def_crs(int ncid, const char *crs) {
+  int var, result = nc_def_var(ncid, "crs", NC_INT, 0, NULL, &var);
+  if (result == NC_NOERR)
+    result = put_text(ncid, var, "crs_wkt", crs);
+  return result == NC_NOERR ? put_text(ncid, var, "spatial_ref", crs) : result;
+}
+
+/* Defines data variable `v` on dims (ndims of them), chunked as `chunks`, DEFLATE level 4 with
+ * shuffle, with units, long_name, _FillValue and grid_mapping (when crs). */
+static int def_data(int ncid, const ts_out_var *v, int use_double, int ndims, const int *dims,
+                    const size_t *chunks, int crs, int *var) {
+  float fill_float = NC_FILL_FLOAT;
+  double fill_double = NC_FILL_DOUBLE;
+  int result = nc_def_var(ncid, v->name, use_double ? NC_DOUBLE : NC_FLOAT, ndims, dims, var);
+  if (result == NC_NOERR)
+    result = nc_def_var_chunking(ncid, *var, NC_CHUNKED, chunks);
+  if (result == NC_NOERR)
+    result = nc_def_var_deflate(ncid, *var, 1, 1, 4);
+  if (result == NC_NOERR)
+    result = put_text(ncid, *var, "units", v->units);
+  if (result == NC_NOERR)
+    result = put_text(ncid, *var, "long_name", v->long_name);
+  if (result == NC_NOERR)
+    result = use_double ? nc_put_att_double(ncid, *var, "_FillValue", NC_DOUBLE, 1, &fill_double)
+                        : nc_put_att_float(ncid, *var, "_FillValue", NC_FLOAT, 1, &fill_float);
+  if (result == NC_NOERR && crs)
+    result = put_text(ncid, *var, "grid_mapping", "crs");
+  return result;
+}
+
+ts_status ts_netcdf_series_create(ts_netcdf_series **out, const char *path,
+                                  const ts_netcdf_layout *layout) {
+  ts_status status = TS_OK;
+  const ts_grid *grid = layout->grid;
+  int three = grid->dim == 3, dims[4];
+  size_t n[3] = {(size_t)grid->n[0], (size_t)grid->n[1], three ? (size_t)grid->n[2] : 1};
+  size_t longest = n[0] > n[1] ? n[0] : n[1];
+  double *coordinate = NULL;
+  ts_netcdf_series *s = calloc(1, sizeof *s);
+  *out = NULL;
+  if (!s)
+    return ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+  s->ncid = -1;
+  s->use_double = layout->use_double;
+  s->nvars = layout->nvars;
+  s->nmaps = layout->nmaps;
+  s->ndims = 1 + (three ? 3 : 2);
+  s->cells = n[0] * n[1] * n[2];
+  s->path = malloc(strlen(path) + 1);
+  s->var_ids = malloc((size_t)(s->nvars + s->nmaps + 1) * sizeof *s->var_ids);
+  s->buffer = malloc(s->cells * (s->use_double ? sizeof(double) : sizeof(float)));
+  coordinate = malloc((longest > n[2] ? longest : n[2]) * sizeof *coordinate);
+  if (!s->path || !s->var_ids || !s->buffer || !coordinate) {
+    status = ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+    goto cleanup;
+  }
+  strcpy(s->path, path);
+  s->map_ids = s->var_ids + s->nvars;
+  NC_CHECK(nc_create(path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, &s->ncid));
+  int ncid = s->ncid;
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8"));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "title", layout->title));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "source", "tessera"));
+  /* dimensions time (unlimited), [z,] y, x: x varies fastest, as the values are stored */
+  static const char *const names[3] = {"x", "y", "z"};
+  static const char *const long_names[3] = {
+      "x coordinate of cell centre", "y coordinate of cell centre", "z coordinate of cell centre"};
+  static const char *const standard[3] = {"projection_x_coordinate", "projection_y_coordinate",
+                                          NULL};
+  static const char *const axes[3] = {"X", "Y", "Z"};
+  int var_axis[3];
+  NC_CHECK(nc_def_dim(ncid, "time", NC_UNLIMITED, &dims[0]));
+  s->count[0] = 1;
+  for (int d = 1; d < s->ndims; d++) {
+    int a = s->ndims - 1 - d; /* z (3D), y, x */
+    NC_CHECK(nc_def_dim(ncid, names[a], n[a], &dims[d]));
+    s->count[d] = n[a];
+  }
+  NC_CHECK(nc_def_var(ncid, "time", NC_DOUBLE, 1, &dims[0], &s->var_time));
+  NC_CHECK(put_text(ncid, s->var_time, "units", layout->time_units));
+  NC_CHECK(put_text(ncid, s->var_time, "long_name", layout->time_long_name));
+  if (layout->time_standard)
+    NC_CHECK(put_text(ncid, s->var_time, "standard_name", "time"));
+  NC_CHECK(put_text(ncid, s->var_time, "axis", "T"));
+  for (int d = 1; d < s->ndims; d++) {
+    int a = s->ndims - 1 - d;
+    NC_CHECK(nc_def_var(ncid, names[a], NC_DOUBLE, 1, &dims[d], &var_axis[a]));
+    NC_CHECK(put_text(ncid, var_axis[a], "units", layout->length_units));
+    if (standard[a])
+      NC_CHECK(put_text(ncid, var_axis[a], "standard_name", standard[a]));
+    NC_CHECK(put_text(ncid, var_axis[a], "long_name", long_names[a]));
+    NC_CHECK(put_text(ncid, var_axis[a], "axis", axes[a]));
+  }
+  if (layout->crs)
+    NC_CHECK(def_crs(ncid, layout->crs));
+  for (int k = 0; k < s->nvars; k++) /* one time slice per chunk */
+    NC_CHECK(def_data(ncid, &layout->vars[k], s->use_double, s->ndims, dims, s->count,
+                      layout->crs != NULL, &s->var_ids[k]));
+  for (int k = 0; k < s->nmaps; k++)
+    NC_CHECK(def_data(ncid, &layout->maps[k], s->use_double, s->ndims - 1, dims + 1, s->count + 1,
+                      layout->crs != NULL, &s->map_ids[k]));
+  NC_CHECK(nc_enddef(ncid));
+  for (int a = 0; a < s->ndims - 1; a++) {
+    for (size_t i = 0; i < n[a]; i++)
+      coordinate[i] = grid->origin[a] + ((double)i + 0.5) * grid->dx[a];
+    NC_CHECK(nc_put_var_double(ncid, var_axis[a], coordinate));
+  }
+  NC_CHECK(nc_sync(ncid));
+
+cleanup:
+  free(coordinate);
+  if (status == TS_OK) {
+    *out = s;
+  } else {
+    int created = s->ncid >= 0;
+    ts_netcdf_series_close(s);
+    if (created)
+      remove(path);
+  }
+  return status;
+}
+
+/* Writes v's values (NaN: the fill value) at start[] with count[] (the file's slice shape). */
+static int put_slice(ts_netcdf_series *s, int var, const double *v, const size_t *start,
+                     const size_t *count) {
+  if (s->use_double) {
+    double *b = s->buffer;
+    for (size_t c = 0; c < s->cells; c++)
+      b[c] = isfinite(v[c]) ? v[c] : NC_FILL_DOUBLE;
+    return nc_put_vara_double(s->ncid, var, start, count, b);
+  }
+  float *b = s->buffer;
+  for (size_t c = 0; c < s->cells; c++)
+    b[c] = isfinite(v[c]) ? (float)v[c] : NC_FILL_FLOAT;
+  return nc_put_vara_float(s->ncid, var, start, count, b);
+}
+
+ts_status ts_netcdf_series_append(ts_netcdf_series *s, double time, const ts_out_var *vars) {
+  ts_status status = TS_OK;
+  const char *path = s->path;
+  size_t start[4] = {s->times, 0, 0, 0}, one = 1;
+  for (int k = 0; k < s->nvars; k++)
+    NC_CHECK(put_slice(s, s->var_ids[k], vars[k].v, start, s->count));
+  NC_CHECK(nc_put_vara_double(s->ncid, s->var_time, start, &one, &time));
+  NC_CHECK(nc_sync(s->ncid));
+  s->times++;
+cleanup:
+  return status;
+}
+
+ts_status ts_netcdf_series_put_map(ts_netcdf_series *s, int map, const double *v) {
+  ts_status status = TS_OK;
+  const char *path = s->path;
+  size_t start[3] = {0, 0, 0};
+  NC_CHECK(put_slice(s, s->map_ids[map], v, start, s->count + 1));
+cleanup:
+  return status;
+}
+
+ts_status ts_netcdf_series_sync(ts_netcdf_series *s) {
+  ts_status status = TS_OK;
+  const char *path = s->path;
+  NC_CHECK(nc_sync(s->ncid));
+cleanup:
+  return status;
+}
+
+ts_status ts_netcdf_series_close(ts_netcdf_series *s) {
+  if (!s)
+    return TS_OK;
+  ts_status status = TS_OK;
+  int closed = s->ncid >= 0 ? nc_close(s->ncid) : NC_NOERR;
+  if (closed != NC_NOERR)
+    status = ts_error(TS_ERR_IO, "%s: cannot write NetCDF: %s", s->path, nc_strerror(closed));
+  free(s->path);
+  free(s->var_ids);
+  free(s->buffer);
+  free(s);
+  return status;
+}
+
+ts_status ts_netcdf_write_stations(const char *path, const char *crs, int nstations,
+                                   char *const *names, const double *x, const double *y,
+                                   size_t ntimes, const double *times, int nvars,
+                                   const ts_out_var *vars) {
+  ts_status status = TS_OK;
+  char tmp_path[4096];
+  int ncid = -1, dim_station, dim_time, dim_name, dims[2], var_name, var_x, var_y, var_time;
+  int *var_ids = NULL;
+  size_t longest = 1;
+  char *text = NULL;
+  if (snprintf(tmp_path, sizeof tmp_path, "%s.tmp", path) >= (int)sizeof tmp_path)
+    return ts_error(TS_ERR_IO, "%s: path too long", path);
+  for (int g = 0; g < nstations; g++)
+    if (strlen(names[g]) > longest)
+      longest = strlen(names[g]);
+  text = calloc((size_t)(nstations > 0 ? nstations : 1) * longest, 1);
+  var_ids = malloc((size_t)(nvars > 0 ? nvars : 1) * sizeof *var_ids);
+  if (!text || !var_ids) {
+    status = ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+    goto cleanup;
+  }
+  for (int g = 0; g < nstations; g++)
+    memcpy(text + (size_t)g * longest, names[g], strlen(names[g]));
+  NC_CHECK(nc_create(tmp_path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, &ncid));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8"));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "featureType", "timeSeries"));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "title", "Tessera gauges"));
+  NC_CHECK(put_text(ncid, NC_GLOBAL, "source", "tessera"));
+  NC_CHECK(nc_def_dim(ncid, "station", (size_t)nstations, &dim_station));
+  NC_CHECK(nc_def_dim(ncid, "name_strlen", longest, &dim_name));
+  NC_CHECK(nc_def_dim(ncid, "time", ntimes, &dim_time));
+  dims[0] = dim_station;
+  dims[1] = dim_name;
+  NC_CHECK(nc_def_var(ncid, "station_name", NC_CHAR, 2, dims, &var_name));
+  NC_CHECK(put_text(ncid, var_name, "cf_role", "timeseries_id"));
+  NC_CHECK(put_text(ncid, var_name, "long_name", "gauge id"));
+  NC_CHECK(def_axis(ncid, "x", dim_station, 1, &var_x));
+  NC_CHECK(def_axis(ncid, "y", dim_station, 0, &var_y));
+  NC_CHECK(put_text(ncid, var_x, "long_name", "x coordinate of the gauge"));
+  NC_CHECK(put_text(ncid, var_y, "long_name", "y coordinate of the gauge"));
+  NC_CHECK(nc_def_var(ncid, "time", NC_DOUBLE, 1, &dim_time, &var_time));
+  NC_CHECK(put_text(ncid, var_time, "units", "seconds"));
+  NC_CHECK(put_text(ncid, var_time, "standard_name", "time"));
+  NC_CHECK(put_text(ncid, var_time, "long_name", "time since the start of the simulation"));
+  NC_CHECK(put_text(ncid, var_time, "axis", "T"));
+  if (crs)
+    NC_CHECK(def_crs(ncid, crs));
+  dims[1] = dim_time;
+  double fill = NC_FILL_DOUBLE;
+  for (int k = 0; k < nvars; k++) {
+    NC_CHECK(nc_def_var(ncid, vars[k].name, NC_DOUBLE, 2, dims, &var_ids[k]));
+    NC_CHECK(put_text(ncid, var_ids[k], "units", vars[k].units));
+    NC_CHECK(put_text(ncid, var_ids[k], "long_name", vars[k].long_name));
+    NC_CHECK(nc_put_att_double(ncid, var_ids[k], "_FillValue", NC_DOUBLE, 1, &fill));
+    NC_CHECK(put_text(ncid, var_ids[k], "coordinates", "time x y station_name"));
+    if (crs)
+      NC_CHECK(put_text(ncid, var_ids[k], "grid_mapping", "crs"));
+  }
+  NC_CHECK(nc_enddef(ncid));
+  NC_CHECK(nc_put_var_text(ncid, var_name, text));
+  NC_CHECK(nc_put_var_double(ncid, var_x, x));
+  NC_CHECK(nc_put_var_double(ncid, var_y, y));
+  if (ntimes > 0)
+    NC_CHECK(nc_put_var_double(ncid, var_time, times));
+  for (int k = 0; k < nvars && ntimes > 0; k++)
+    NC_CHECK(nc_put_var_double(ncid, var_ids[k], vars[k].v));
+
+cleanup:
+  status = finish_file(ncid, tmp_path, path, status);
+  free(text);
+  free(var_ids);
+  return status;
+}

@@ -572,13 +572,21 @@ static void test_cli(const char *wkt2154) {
         ".prj beside h_t000001.asc and max_h.asc, in the bed's CRS");
   ts_raster_free(&r);
   int ncid, var;
-  char mapping[16] = "";
-  if (nc_open(at("out/swe_t000001.nc"), NC_NOWRITE, &ncid) == NC_NOERR) {
+  char mapping[16] = "", max_mapping[16] = "", wkt[4096] = "";
+  size_t len = 0;
+  if (nc_open(at("out/swe.nc"), NC_NOWRITE, &ncid) == NC_NOERR) {
     if (nc_inq_varid(ncid, "eta", &var) == NC_NOERR)
       nc_get_att_text(ncid, var, "grid_mapping", mapping);
+    if (nc_inq_varid(ncid, "max_h", &var) == NC_NOERR)
+      nc_get_att_text(ncid, var, "grid_mapping", max_mapping);
+    if (nc_inq_varid(ncid, "crs", &var) == NC_NOERR &&
+        nc_inq_attlen(ncid, var, "crs_wkt", &len) == NC_NOERR && len < sizeof wkt)
+      nc_get_att_text(ncid, var, "crs_wkt", wkt);
     nc_close(ncid);
   }
-  CHECK(strcmp(mapping, "crs") == 0, "NetCDF eta: grid_mapping \"%s\"", mapping);
+  CHECK(strcmp(mapping, "crs") == 0 && strcmp(max_mapping, "crs") == 0,
+        "swe.nc eta and max_h: grid_mapping \"%s\", \"%s\"", mapping, max_mapping);
+  CHECK(ts_crs_same(wkt, wkt2154), "swe.nc crs: crs_wkt in the bed's CRS");
   char *summary = read_file(at("out/summary.json"));
   const char *keys[] = {"\"crs\": \"EPSG:2154\"",           "\"h\": \"h_t000001.asc\"",
                         "\"h_tif\": \"h_t000001.tif\"",     "\"hu_tif\": \"hu_t000001.tif\"",

@@ -1,5 +1,6 @@
 /* The quadtree's own cells in NetCDF, one grid per level (ts_netcdf_write_levels, and the
- * swe_blocks_tNNNNNN.nc snapshots of a quadtree case with formats including netcdf):
+ * swe_blocks_tNNNNNN.nc snapshots of a quadtree case with formats including netcdf and
+ * [output] netcdf_per_snapshot = on):
  * 1. a dam break over a slope with a NODATA hole on three levels of blocks of 8 (97 x 61 cells,
  *    so blocks pass the grid's edges), written after 20 steps and read back: the global
  *    attributes, each level's dimensions and cell centres, every leaf cell's h, hu, hv and eta
@@ -7,9 +8,10 @@
  *    as active leaves of that level and NaN elsewhere; and each active bed cell's value
  *    (ts_swe_get) in exactly one level;
  * 2. failures leave no file: a directory that does not exist, a leaf of a level the file lacks;
- * 3. `tessera run` ($TESSERA_BINARY) on tests/buq/grid_keys/buq.ini with formats asc, netcdf
- *    writes swe_blocks_t000002.nc, summary.json names it netcdf_blocks, and each bed cell's value
- *    in h, hu, hv and eta_t000002.asc is in exactly one level; with formats = asc neither. */
+ * 3. `tessera run` ($TESSERA_BINARY) on tests/buq/grid_keys/buq.ini with formats asc, netcdf and
+ *    netcdf_per_snapshot = on writes swe_blocks_t000002.nc, summary.json names it netcdf_blocks,
+ *    and each bed cell's value in h, hu, hv and eta_t000002.asc is in exactly one level; with
+ *    formats = asc neither; with asc, netcdf alone swe.nc but neither. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <netcdf.h>
@@ -312,7 +314,7 @@ static int run_case(const char *out, const char *formats) {
 static void test_case(void) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "cp %s/tests/buq/grid_keys/* %s/", getenv("TESSERA_SOURCE_DIR"), dir);
-  int ok = system(cmd) == 0 && run_case("nc", "asc,netcdf");
+  int ok = system(cmd) == 0 && run_case("nc", "asc,netcdf --set output.netcdf_per_snapshot=on");
   char *summary = read_file(path_in(dir, "nc/summary.json"));
   CHECK(ok && summary && strstr(summary, "\"netcdf_blocks\": \"swe_blocks_t000002.nc\""),
         "buq.ini with formats asc, netcdf runs; summary.json names netcdf_blocks "
@@ -346,6 +348,13 @@ static void test_case(void) {
   CHECK(ok && summary && !strstr(summary, "netcdf_blocks") &&
             !file_exists(path_in(dir, "asc/swe_blocks_t000002.nc")),
         "with formats = asc: no swe_blocks_t000002.nc, no netcdf_blocks in summary.json");
+  free(summary);
+  ok = run_case("one", "asc,netcdf");
+  summary = read_file(path_in(dir, "one/summary.json"));
+  CHECK(ok && summary && !strstr(summary, "netcdf_blocks") &&
+            !file_exists(path_in(dir, "one/swe_blocks_t000002.nc")) &&
+            file_exists(path_in(dir, "one/swe.nc")),
+        "with formats = asc, netcdf alone: swe.nc, no swe_blocks_t000002.nc, no netcdf_blocks");
   free(summary);
 }
 

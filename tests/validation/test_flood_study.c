@@ -3,7 +3,7 @@
  * (--set time.end=1800) into a temporary directory (--out):
  *
  *  1. the run exits 0 and writes summary.json, max_h.tif, max_hazard.tif, the snapshot of the end
- *     as GeoTIFF and NetCDF, gauges.csv and gauges.png;
+ *     as GeoTIFF, the run's NetCDF file swe.nc, gauges.csv and gauges.png;
  *  2. summary.json: "crs": "EPSG:2154" (the DEM's Lambert-93); the volume budget closes,
  *     |rel_error| < 1e-6 in float (1e-12 in double); rain, inflow and losses are all > 0;
  *  3. the rain is the storm's volume: the hyetograph storm.csv (10, 25, 60 mm/h for 10 minutes
@@ -105,7 +105,7 @@ static int run_study(const char *cli) {
   CHECK(rc == 0, "the flood study ran (exit %d)", rc);
 
   static const char *const outputs[] = {"summary.json", "max_h.tif",     "max_hazard.tif",
-                                        "arrival.tif",  "h_t001800.tif", "swe_t001800.nc",
+                                        "arrival.tif",  "h_t001800.tif", "swe.nc",
                                         "gauges.csv",   "gauges.png",    "depth_t001800.png"};
   for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
     snprintf(path, sizeof path, "%s/%s", dir, outputs[k]);

@@ -27,7 +27,7 @@ typedef struct lbm_case {
   unsigned char *solid;
   double *lines;
   int nlines;
-  int vtk, png;
+  int vtk, png, netcdf;
   char *out_dir;
 } lbm_case;
 
@@ -265,10 +265,10 @@ static ts_status read_run(lbm_case *k, const ts_case_options *opt) {
   if (ts_config_has(k->cfg, "parallel", "weights"))
     return ts_config_error(k->cfg, "parallel", "weights",
                            "weighted splits are for shallow water (swe) cases only");
-  static const char *const formats[] = {"vtk", "png", NULL};
-  int chosen[2];
+  static const char *const formats[] = {"vtk", "png", "netcdf", NULL};
+  int chosen[3];
   TS_CALL(ts_case_formats(k->cfg, "lbm", formats, "vtk, png", chosen));
-  k->vtk = chosen[0], k->png = chosen[1];
+  k->vtk = chosen[0], k->png = chosen[1], k->netcdf = chosen[2];
   TS_CALL(ts_case_tuples(k->cfg, "output", "lines", 2 * k->dim + 1, &k->lines, &k->nlines));
   for (int l = 0; l < k->nlines; l++) {
     double n = k->lines[(size_t)l * (2 * k->dim + 1) + 2 * k->dim];
@@ -441,8 +441,35 @@ typedef struct run_result {
   int steady;
   char png[2][64], lines[64][64];
   int npng;
-  char vti[64];
+  char vti[64], netcdf[64];
 } run_result;
+
+/* flow.nc: the final fields on the lattice (cells of size 1) as a CF NetCDF file with a time
+ * axis of one step (the steps run): rho, u, v[, w], speed and vorticity (fields fl). */
+static ts_status write_netcdf(const lbm_case *k, const fields *fl, run_result *r) {
+  ts_grid g = {.dim = k->dim, .n = {k->p.n[0], k->p.n[1], k->p.n[2]}, .dx = {1, 1, 1}};
+  ts_out_var vars[6] = {{"rho", "density", "1", fl->v[0]},
+                        {"u", "velocity along x", "lattice", fl->v[1]},
+                        {"v", "velocity along y", "lattice", fl->v[2]},
+                        {"speed", "velocity magnitude", "lattice", fl->v[4]},
+                        {"vorticity", "vorticity magnitude", "1/step", fl->v[5]},
+                        {"w", "velocity along z", "lattice", fl->v[3]}};
+  ts_netcdf_layout layout = {.grid = &g,
+                             .title = "Tessera lattice Boltzmann fields",
+                             .length_units = "1",
+                             .time_units = "1",
+                             .time_long_name = "lattice time steps run",
+                             .nvars = k->dim == 3 ? 6 : 5,
+                             .vars = vars};
+  snprintf(r->netcdf, sizeof r->netcdf, "flow.nc");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", k->out_dir, r->netcdf);
+  ts_netcdf_series *nc;
+  TS_CALL(ts_netcdf_series_create(&nc, path, &layout));
+  ts_status st = ts_netcdf_series_append(nc, (double)r->steps, vars);
+  ts_status closed = ts_netcdf_series_close(nc);
+  return st != TS_OK ? st : closed;
+}
 
 static ts_status write_fields(const lbm_case *k, ts_lbm *s, run_result *r) {
   int64_t cells = (int64_t)k->p.n[0] * k->p.n[1] * k->p.n[2];
@@ -466,6 +493,8 @@ static ts_status write_fields(const lbm_case *k, ts_lbm *s, run_result *r) {
     snprintf(path, sizeof path, "%s/%s", k->out_dir, r->vti);
     st = ts_vti_write_grid(path, &g, (double)r->steps, 3, vars, 1, &vel);
   }
+  if (st == TS_OK && k->root && k->netcdf)
+    st = write_netcdf(k, &fl, r);
   if (st == TS_OK && k->root && k->png) {
     char title[128];
     snprintf(title, sizeof title, "Re %.0f, step %lld", k->reynolds, (long long)r->steps);
@@ -528,6 +557,11 @@ static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_res
   ts_json_key(&j, "vti");
   if (r->vti[0])
     ts_json_string(&j, r->vti);
+  else
+    ts_json_null(&j);
+  ts_json_key(&j, "netcdf");
+  if (r->netcdf[0])
+    ts_json_string(&j, r->netcdf);
   else
     ts_json_null(&j);
   ts_json_key(&j, "png");

@@ -53,6 +53,7 @@ typedef struct swe_case {
   double *out_times;                 /* sorted output times up to t_end */
   int nout;
   int formats[TS_NFORMATS];
+  int netcdf_per_snapshot; /* [output] netcdf_per_snapshot: swe_T.nc besides swe.nc */
   ts_gauges gauges;
   int has_gauges;
   double gauge_interval, checkpoint_interval, png_depth_max;
@@ -608,6 +609,12 @@ static ts_status read_formats(swe_case *k) {
   }
   if (count == 0)
     return ts_config_error(k->cfg, "output", "formats", "no format given");
+  static const char *const onoff[] = {"off", "on", NULL};
+  TS_CALL(
+      ts_config_choice(k->cfg, "output", "netcdf_per_snapshot", 0, onoff, &k->netcdf_per_snapshot));
+  if (k->netcdf_per_snapshot && !k->formats[FMT_NETCDF])
+    return ts_config_error(k->cfg, "output", "netcdf_per_snapshot",
+                           "on needs netcdf among the formats");
   return TS_OK;
 }
 
@@ -970,8 +977,10 @@ static ts_status write_lines(const swe_case *k, const char *tag, double **work,
   return TS_OK;
 }
 
+/* The snapshot at time t in every format; run_nc (rank 0, NULL without the netcdf format) gets
+ * h, hu, hv and eta appended as its next time step. */
 static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, double **work,
-                                snapshot_files *files) {
+                                snapshot_files *files, ts_netcdf_series *run_nc) {
   char tag[32], name[40];
   time_tag(t, tag, sizeof tag);
   memset(files, 0, sizeof *files);
@@ -979,11 +988,11 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
   ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
   for (int v = 0; v < 5; v++)
     TS_CALL(ts_swe_get(s, vars[v], work[v]));
-  if ((k->formats[FMT_VTK] || k->formats[FMT_NETCDF]) &&
+  if ((k->formats[FMT_VTK] || k->netcdf_per_snapshot) &&
       ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL) > 0) {
     if (k->formats[FMT_VTK])
       snprintf(files->vtu, sizeof files->vtu, "swe_blocks_%s.vtu", tag);
-    if (k->formats[FMT_NETCDF])
+    if (k->netcdf_per_snapshot)
       snprintf(files->netcdf_blocks, sizeof files->netcdf_blocks, "swe_blocks_%s.nc", tag);
     TS_CALL(ts_comm_agree(k->comm, write_leaf_cells(k, s, files, t)));
   }
@@ -1004,7 +1013,9 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
                        {"eta", "water surface elevation", "m", work[3]},
                        {"bed", "bed elevation", "m", work[4]}};
   char path[4096];
-  if (k->formats[FMT_NETCDF]) {
+  if (run_nc)
+    TS_CALL(ts_netcdf_series_append(run_nc, t, out));
+  if (k->netcdf_per_snapshot) {
     snprintf(files->netcdf, sizeof files->netcdf, "swe_%s.nc", tag);
     snprintf(path, sizeof path, "%s/%s", k->out_dir, files->netcdf);
     TS_CALL(ts_netcdf_write(path, &k->bed, t, 5, out));
@@ -1113,30 +1124,131 @@ static ts_status plot_gauges(const swe_case *k, const gauge_log *log) {
   return st;
 }
 
+/* gauges.nc (with the netcdf format): the gauge records as a CF timeSeries file. */
+static ts_status write_gauges_netcdf(const swe_case *k, const gauge_log *log) {
+  size_t n = log->n, ng = (size_t)k->gauges.n;
+  double *t = malloc(sizeof(double) * (n + 1));
+  double *values = malloc(sizeof(double) * (4 * ng * n + 1));
+  if (!t || !values) {
+    free(t);
+    free(values);
+    return ts_error(TS_ERR_NOMEM, "out of memory for gauges.nc");
+  }
+  for (size_t r = 0; r < n; r++) {
+    const double *row = log->rows + r * log->width;
+    t[r] = row[0];
+    for (size_t g = 0; g < ng; g++)
+      for (size_t q = 0; q < 4; q++) /* h, surface, u, v */
+        values[(q * ng + g) * n + r] = row[1 + 4 * g + q];
+  }
+  ts_out_var vars[4] = {{"h", "water depth", "m", values},
+                        {"eta", "water surface elevation", "m", values + ng * n},
+                        {"u", "velocity along x", "m s-1", values + 2 * ng * n},
+                        {"v", "velocity along y", "m s-1", values + 3 * ng * n}};
+  char path[4096];
+  snprintf(path, sizeof path, "%s/gauges.nc", k->out_dir);
+  ts_status st = ts_netcdf_write_stations(path, k->bed.crs, k->gauges.n, k->gauges.id, k->gauges.x,
+                                          k->gauges.y, n, t, 4, vars);
+  free(t);
+  free(values);
+  return st;
+}
+
 /* The maps written at the end (with [output] maxima = on), one row each: the solver variable,
- * the file name (NAME.asc always, NAME.tif with the geotiff format) and the summary.json keys of
- * the two files under "maxima". */
+ * the file name (NAME.asc always, NAME.tif with the geotiff format; the variable's name in
+ * swe.nc), the summary.json keys of the two files under "maxima", and the long name and units
+ * of the variable in swe.nc. */
 typedef struct map_output {
   ts_swe_var var;
-  const char *name, *key, *tif_key;
+  const char *name, *key, *tif_key, *long_name, *units;
 } map_output;
 static const map_output map_outputs[] = {
-    {TS_SWE_MAX_H, "max_h", "h", "h_tif"},
-    {TS_SWE_MAX_SPEED, "max_speed", "speed", "speed_tif"},
-    {TS_SWE_ARRIVAL, "arrival", "arrival", "arrival_tif"},
-    {TS_SWE_MAX_ETA, "max_eta", "eta", "eta_tif"},
-    {TS_SWE_DURATION, "duration", "duration", "duration_tif"},
-    {TS_SWE_MAX_HAZARD, "max_hazard", "hazard", "hazard_tif"},
+    {TS_SWE_MAX_H, "max_h", "h", "h_tif", "largest water depth", "m"},
+    {TS_SWE_MAX_SPEED, "max_speed", "speed", "speed_tif", "largest speed", "m s-1"},
+    {TS_SWE_ARRIVAL, "arrival", "arrival", "arrival_tif",
+     "first time the depth exceeded arrival_depth", "s"},
+    {TS_SWE_MAX_ETA, "max_eta", "eta", "eta_tif", "largest water surface elevation", "m"},
+    {TS_SWE_DURATION, "duration", "duration", "duration_tif",
+     "time the depth exceeded arrival_depth", "s"},
+    {TS_SWE_MAX_HAZARD, "max_hazard", "hazard", "hazard_tif",
+     "largest flood hazard rating h (v + 0.5)", "m2 s-1"},
 };
 enum { NMAPS = sizeof map_outputs / sizeof map_outputs[0] };
+
+/* The run's NetCDF file (with the netcdf format), one per run: h, hu, hv and eta at each output
+ * time, the bed and (with maxima = on) the maps as time-less variables. */
+static const char run_netcdf_name[] = "swe.nc";
+
+/* Creates swe.nc on rank 0 (*run_nc; NULL elsewhere) and writes the bed into it. Collective:
+ * every rank takes part in getting the bed (into work). */
+static ts_status create_run_netcdf(const swe_case *k, const ts_swe *s, double *work,
+                                   ts_netcdf_series **run_nc) {
+  ts_out_var vars[4] = {{"h", "water depth", "m", NULL},
+                        {"hu", "unit discharge along x", "m2 s-1", NULL},
+                        {"hv", "unit discharge along y", "m2 s-1", NULL},
+                        {"eta", "water surface elevation", "m", NULL}};
+  ts_out_var maps[1 + NMAPS] = {{"bed", "bed elevation", "m", NULL}};
+  for (int m = 0; m < NMAPS; m++)
+    maps[1 + m] =
+        (ts_out_var){map_outputs[m].name, map_outputs[m].long_name, map_outputs[m].units, NULL};
+  ts_grid grid = ts_grid_2d(k->bed.ncols, k->bed.nrows, k->bed.cellsize, k->bed.xll, k->bed.yll);
+  ts_netcdf_layout layout = {.grid = &grid,
+                             .crs = k->bed.crs,
+                             .title = "Tessera shallow-water run",
+                             .length_units = "m",
+                             .time_units = "seconds",
+                             .time_long_name = "time since the start of the simulation",
+                             .time_standard = 1,
+                             .use_double = k->params.precision == TS_DOUBLE,
+                             .nvars = 4,
+                             .nmaps = k->maxima ? 1 + NMAPS : 1,
+                             .vars = vars,
+                             .maps = maps};
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", k->out_dir, run_netcdf_name);
+  ts_status st = k->root ? ts_netcdf_series_create(run_nc, path, &layout) : TS_OK;
+  TS_CALL(ts_comm_agree(k->comm, st));
+  st = ts_swe_get(s, TS_SWE_BED, work);
+  if (st == TS_OK && *run_nc)
+    st = ts_netcdf_series_put_map(*run_nc, 0, work);
+  if (st == TS_OK && *run_nc)
+    st = ts_netcdf_series_sync(*run_nc);
+  return ts_comm_agree(k->comm, st);
+}
+
+/* The maps so far into swe.nc (rank 0's run_nc), so that a run stopped later leaves them too.
+ * Collective. */
+static ts_status write_run_maps(const swe_case *k, const ts_swe *s, ts_netcdf_series *run_nc,
+                                double *work) {
+  for (int m = 0; m < NMAPS; m++) {
+    ts_status st = ts_swe_get(s, map_outputs[m].var, work);
+    if (st == TS_OK && run_nc)
+      st = ts_netcdf_series_put_map(run_nc, 1 + m, work);
+    TS_CALL(ts_comm_agree(k->comm, st));
+  }
+  return ts_comm_agree(k->comm, run_nc ? ts_netcdf_series_sync(run_nc) : TS_OK);
+}
+
+/* One output time: the snapshot, then (netcdf format, maxima = on) the maps so far. */
+static ts_status write_output(const swe_case *k, const ts_swe *s, double t, double **work,
+                              snapshot_files *files, ts_netcdf_series *run_nc) {
+  TS_CALL(ts_comm_agree(k->comm, write_snapshot(k, s, t, work, files, run_nc)));
+  if (k->formats[FMT_NETCDF] && k->maxima)
+    TS_CALL(write_run_maps(k, s, run_nc, work[0]));
+  return TS_OK;
+}
 
 typedef struct map_files {
   char asc[64], tif[64]; /* "" when not written */
 } map_files;
 
-static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, map_files *files) {
+/* The maps at the end, also into swe.nc (rank 0's run_nc, when not NULL). */
+static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, map_files *files,
+                              ts_netcdf_series *run_nc) {
   for (int m = 0; m < NMAPS; m++) {
     ts_status st = ts_swe_get(s, map_outputs[m].var, work);
+    if (st == TS_OK && run_nc)
+      st = ts_netcdf_series_put_map(run_nc, 1 + m, work);
     if (st == TS_OK && k->root) {
       to_nodata(k, work);
       st = write_grid(k, map_outputs[m].name, work, files[m].asc,
@@ -1622,6 +1734,16 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
     ts_json_string(&j, "gauges.png");
   else
     ts_json_null(&j);
+  ts_json_key(&j, "netcdf");
+  if (k->formats[FMT_NETCDF])
+    ts_json_string(&j, run_netcdf_name);
+  else
+    ts_json_null(&j);
+  ts_json_key(&j, "gauges_netcdf");
+  if (k->has_gauges && k->formats[FMT_NETCDF])
+    ts_json_string(&j, "gauges.nc");
+  else
+    ts_json_null(&j);
   ts_json_key(&j, "checkpoints");
   ts_json_array_begin(&j);
   for (int c = 0; c < nckpt; c++)
@@ -1653,6 +1775,9 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     st = record_gauges(k, s, log, -1, ts_swe_time(s));
     rs->next_gauge = k->gauge_interval;
   }
+  ts_netcdf_series *run_nc = NULL; /* swe.nc, on rank 0 */
+  if (st == TS_OK && k->formats[FMT_NETCDF])
+    st = create_run_netcdf(k, s, work[0], &run_nc);
   run_totals tot = {.dt_min = INFINITY, .dt_max = 0};
   ts_swe_run run;
   int nsnaps = 0, nckpt = 0;
@@ -1660,8 +1785,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   double start = wall_now(), last_print = start, t_start = ts_swe_time(s), dt = 0;
   int64_t active = ts_swe_active_cells(s);
   while (st == TS_OK && rs->next_output < k->nout && k->out_times[rs->next_output] <= t_start) {
-    st = ts_comm_agree(k->comm,
-                       write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]));
+    st = write_output(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps], run_nc);
     nsnaps++;
     rs->next_output++;
   }
@@ -1696,8 +1820,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     }
     double t = ts_swe_time(s);
     while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output]) {
-      st = ts_comm_agree(k->comm,
-                         write_snapshot(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps]));
+      st = write_output(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps], run_nc);
       nsnaps++;
       rs->next_output++;
     }
@@ -1723,9 +1846,14 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   map_files maps[NMAPS];
   memset(maps, 0, sizeof maps);
   if (st == TS_OK && k->maxima)
-    st = write_maxima(k, s, work[0], maps);
+    st = write_maxima(k, s, work[0], maps, run_nc);
+  ts_status closed = ts_netcdf_series_close(run_nc);
+  if (st == TS_OK)
+    st = ts_comm_agree(k->comm, closed);
   if (st == TS_OK && k->has_gauges)
     st = ts_comm_agree(k->comm, k->root ? write_gauges(k, log) : TS_OK);
+  if (st == TS_OK && k->has_gauges && k->formats[FMT_NETCDF])
+    st = ts_comm_agree(k->comm, k->root ? write_gauges_netcdf(k, log) : TS_OK);
   if (st == TS_OK && k->has_gauges && k->formats[FMT_PNG])
     st = ts_comm_agree(k->comm, k->root ? plot_gauges(k, log) : TS_OK);
   if (st == TS_OK)
