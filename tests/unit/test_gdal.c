@@ -449,7 +449,7 @@ static void test_geotiff_write(const char *wkt2154) {
   strcpy(r.crs, wkt2154);
   ts_error_clear();
   CHECK(ts_geotiff_write(at("out.tif"), &r) == TS_OK, "GeoTIFF written: %s", ts_error_message());
-  CHECK(count_files("out.tif.") == 0, "no temporary file left");
+  CHECK(count_files(".out.tif.") == 0, "no temporary file left");
   GDALDatasetH ds = GDALOpen(at("out.tif"), GA_ReadOnly);
   CHECK(ds != NULL, "GDAL opens it");
   if (ds) {
@@ -493,7 +493,7 @@ static void test_geotiff_write(const char *wkt2154) {
         "unwritable path: %s", ts_error_message());
   mkdir(at("taken.tif"), 0755); /* the rename fails: the temporary must go */
   st = ts_geotiff_write(at("taken.tif"), &r);
-  CHECK(one_line_error(st, TS_ERR_IO, at("taken.tif")) && count_files("taken.tif.") == 0,
+  CHECK(one_line_error(st, TS_ERR_IO, at("taken.tif")) && count_files(".taken.tif.") == 0,
         "failed rename leaves no file: %s", ts_error_message());
   ts_raster_free(&r);
 }
