@@ -5,7 +5,6 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "tessera/io.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <netcdf.h>
 #include <png.h>
@@ -16,19 +15,6 @@
 
 #include "unit/check.h"
 #include "unit/test_files.h"
-
-/* Temporary files of NAME left in the current directory (.NAME.XXXXXX). */
-static int temps_of(const char *name) {
-  char prefix[256];
-  snprintf(prefix, sizeof prefix, ".%s.", name);
-  DIR *d = opendir(".");
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));)
-    n += strncmp(e->d_name, prefix, strlen(prefix)) == 0 && strlen(e->d_name) == strlen(prefix) + 6;
-  if (d)
-    closedir(d);
-  return n;
-}
 
 static void test_netcdf(void) {
   ts_raster geom = {4, 3, 100.0, -50.0, 10.0, -9999.0, NULL, NULL};
@@ -41,7 +27,7 @@ static void test_netcdf(void) {
   ts_out_var vars[2] = {{"h", "water depth", "m", h}, {"u", "velocity x", "m s-1", u}};
   CHECK(ts_netcdf_write("io_out.nc", &geom, 600.0, 2, vars) == TS_OK, "NetCDF written: %s",
         ts_error_message());
-  CHECK(temps_of("io_out.nc") == 0, "no NetCDF temporary file left");
+  CHECK(temp_files(".", "io_out.nc") == 0, "no NetCDF temporary file left");
   int ncid, dim, var, format;
   size_t length;
   CHECK(nc_open("io_out.nc", NC_NOWRITE, &ncid) == NC_NOERR, "NetCDF re-opened with nc_open");
@@ -196,7 +182,7 @@ static void test_vti_grid_3d(void) {
   ts_out_vector vectors[1] = {{"u", "velocity", "m s-1", {ux, uy, uz}}};
   CHECK(ts_vti_write_grid("io_grid3d.vti", &grid, 2.5, 1, vars, 1, vectors) == TS_OK,
         "3D VTI written: %s", ts_error_message());
-  CHECK(temps_of("io_grid3d.vti") == 0, "no 3D VTI temporary file left");
+  CHECK(temp_files(".", "io_grid3d.vti") == 0, "no 3D VTI temporary file left");
   char *text = read_file("io_grid3d.vti");
   CHECK(text && strstr(text, "WholeExtent=\"0 3 0 2 0 2\"") &&
             strstr(text, "<Piece Extent=\"0 3 0 2 0 2\">"),
@@ -335,7 +321,7 @@ static void test_png_field(void) {
   CHECK(ts_png_write_field("io_field.png", NX, NY, values, -1.0, 2.0, SCALE, "|u| / U", "t=1") ==
             TS_OK,
         "field PNG written: %s", ts_error_message());
-  CHECK(temps_of("io_field.png") == 0, "no field PNG temporary file left");
+  CHECK(temp_files(".", "io_field.png") == 0, "no field PNG temporary file left");
   unsigned width = 0, height = 0;
   unsigned char *rgb = read_png_rgb("io_field.png", &width, &height);
   CHECK(rgb != NULL, "field PNG re-read with libpng");
@@ -499,21 +485,21 @@ static void test_temp_files(void) {
   CHECK(f == NULL && strstr(ts_error_message(), "no_such_dir/out.txt: cannot write"),
         "temp file in a missing directory fails: %s", ts_error_message());
   remove("io_temp.txt");
-  int before = temps_of("io_temp.txt"); /* 0 unless an earlier run of this test failed */
+  int before = temp_files(".", "io_temp.txt"); /* 0 unless an earlier run of this test failed */
   f = ts_open_temp("io_temp.txt", tmp_path, sizeof tmp_path);
   FILE *g = ts_open_temp("io_temp.txt", other, sizeof other);
   CHECK(f && g && strncmp(tmp_path, ".io_temp.txt.", 13) == 0 && strlen(tmp_path) == 19 &&
-            strcmp(tmp_path, other) != 0 && temps_of("io_temp.txt") == before + 2,
+            strcmp(tmp_path, other) != 0 && temp_files(".", "io_temp.txt") == before + 2,
         "two temporaries of one path: %s and %s", tmp_path, other);
   fputs("data\n", f);
   CHECK(ts_commit_temp(f, tmp_path, "io_temp.txt") == TS_OK && file_exists("io_temp.txt") &&
-            !file_exists(tmp_path) && temps_of("io_temp.txt") == before + 1,
+            !file_exists(tmp_path) && temp_files(".", "io_temp.txt") == before + 1,
         "commit renames the temp file");
   fputs("partial", g);
   ts_status st = ts_commit_temp(g, other, "io_temp.txt");
   char *text = read_file("io_temp.txt");
   CHECK(st == TS_ERR_IO && strstr(ts_error_message(), "io_temp.txt: cannot write: No space left") &&
-            text && strcmp(text, "data\n") == 0 && temps_of("io_temp.txt") == before,
+            text && strcmp(text, "data\n") == 0 && temp_files(".", "io_temp.txt") == before,
         "a failed commit (TESSERA_TEST_FAIL_WRITE) keeps the complete file, removes the temporary: "
         "%s",
         ts_error_message());
