@@ -1,10 +1,11 @@
 /* The case drivers' shared parts (case.h). */
-#define _DEFAULT_SOURCE /* strdup, flock, nanosleep */
+#define _DEFAULT_SOURCE /* strdup, flock, nanosleep, kill */
 #include "physics/case.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,8 +261,11 @@ ts_status ts_case_out_dir(const ts_config *cfg, const ts_case_options *opt, char
 }
 
 /* The process id written in the lock file of another run (0: unknown). That run may have taken
- * the lock and not written its id yet: a few tries, 20 ms apart. */
+ * the lock and not written its id yet (the file is empty, or holds an earlier run's id): a few
+ * tries, 20 ms apart, for the id of a live process; else the last id read (a process on another
+ * host). */
 static long lock_holder(int fd) {
+  long last = 0;
   for (int attempt = 0; attempt < 50; attempt++) {
     char text[32];
     ssize_t n = pread(fd, text, sizeof text - 1, 0);
@@ -269,12 +273,13 @@ static long lock_holder(int fd) {
       text[n] = '\0';
       char *end;
       long pid = strtol(text, &end, 10);
-      if (end != text && pid > 0)
+      if (end != text && pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
         return pid;
+      last = end != text && pid > 0 ? pid : last;
     }
     nanosleep(&(struct timespec){0, 20000000}, NULL);
   }
-  return 0;
+  return last;
 }
 
 /* What an earlier run's summary.json lists: the files to remove, all but `keep`. */
