@@ -1,7 +1,8 @@
 /* Output and auxiliary input formats: NetCDF (CF), VTK ImageData of 2D rasters and of 2D or 3D
  * grids, PNG maps (water depth, or any scalar field) and time series plots, CSV gauge and
- * hydrograph files, and a small JSON writer for summary.json. Every writer writes to a temporary
- * file and renames it, so a failed run leaves no partial file. */
+ * hydrograph files, and a small JSON writer for summary.json (and a reader of the files it
+ * lists). Every writer writes to a temporary file, syncs it and renames it, so a failed run
+ * leaves no partial file. */
 #ifndef TESSERA_IO_H
 #define TESSERA_IO_H
 
@@ -211,10 +212,27 @@ void ts_json_object_end(ts_json *j);
 void ts_json_array_begin(ts_json *j);
 void ts_json_array_end(ts_json *j);
 void ts_json_end(ts_json *j); /* closes the top-level object, newline */
+/* Reads the JSON text (NUL-terminated) whose top level is an object, and calls found(ctx, value)
+ * for every string value (not key) that lies, at any depth, under one of the top-level keys
+ * listed in keys (NULL-terminated); escapes are decoded, and strings holding \u0000 or longer
+ * than 4095 bytes are passed over. Returns 0, or the 1-based byte offset of a syntax error
+ * (found may have been called for strings before it). */
+long ts_json_scan(const char *text, const char *const *keys,
+                  void (*found)(void *ctx, const char *value), void *ctx);
 
-/* Helpers for writers: open path.tmp for writing, and on success rename it to path. */
+/* Helpers for writers. ts_open_temp creates a new temporary file beside path, named .NAME.XXXXXX
+ * (NAME: path's last component; XXXXXX: letters and digits unique to this call; mode 0666 less
+ * the umask), its name in tmp_path, and opens it for writing. ts_commit_temp flushes, fsyncs and
+ * closes it, renames it to path and fsyncs the directory. On failure the temporary is removed and
+ * nothing is left under path. For libraries that open files by name (NetCDF, GDAL):
+ * ts_make_temp creates the empty temporary, the library writes and closes it, and
+ * ts_commit_temp_file fsyncs, renames and syncs the same way (the caller removes the temporary
+ * when the library failed). TESSERA_TEST_FAIL_WRITE=N, for tests only, makes the N-th commit of
+ * the process fail as if the disk were full (ENOSPC). */
 FILE *ts_open_temp(const char *path, char *tmp_path, size_t tmp_size);
 ts_status ts_commit_temp(FILE *f, const char *tmp_path, const char *path);
+ts_status ts_make_temp(const char *path, char *tmp_path, size_t tmp_size);
+ts_status ts_commit_temp_file(const char *tmp_path, const char *path);
 
 #ifdef __cplusplus
 }

@@ -22,8 +22,6 @@
 #include <cpl_string.h>
 #include <gdal.h>
 #include <ogr_srs_api.h>
-#include <stdatomic.h>
-#include <unistd.h>
 #endif
 
 enum { PRJ_MAX_BYTES = 1 << 20 };
@@ -332,21 +330,16 @@ static ts_status gdal_read_stack(const char *path, int max_bands, ts_raster_stac
   return st;
 }
 
-/* A name for the temporary file of path, unique to this process and call. */
-static void unique_temp_name(const char *path, char *tmp, size_t size) {
-  static atomic_uint counter;
-  snprintf(tmp, size, "%s.tmp%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
-}
-
 ts_status ts_geotiff_write(const char *path, const ts_raster *r) {
   char tmp[4200], message[512];
-  if (strlen(path) + 40 > sizeof tmp)
-    return ts_error(TS_ERR_IO, "%s: path too long", path);
-  unique_temp_name(path, tmp, sizeof tmp);
   size_t nx = (size_t)r->ncols, ny = (size_t)r->nrows;
   float *values = malloc(nx * ny * sizeof *values);
   if (!values)
     return ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+  if (ts_make_temp(path, tmp, sizeof tmp) != TS_OK) {
+    free(values);
+    return TS_ERR_IO;
+  }
   for (size_t row = 0; row < ny; row++) { /* north row first */
     const double *src = r->v + (ny - 1 - row) * nx;
     for (size_t i = 0; i < nx; i++)
@@ -384,11 +377,11 @@ ts_status ts_geotiff_write(const char *path, const ts_raster *r) {
   if (!ok)
     st = ts_error(TS_ERR_IO, "%s: cannot write GeoTIFF%s", path,
                   gdal_reason(message, sizeof message));
-  else if (rename(tmp, path) != 0)
-    st = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
   CPLSetThreadLocalConfigOption("GDAL_PAM_ENABLED", NULL);
   gdal_end();
-  if (st != TS_OK)
+  if (st == TS_OK)
+    st = ts_commit_temp_file(tmp, path);
+  else
     remove(tmp);
   free(values);
   return st;

@@ -5,7 +5,6 @@
 #include "tessera/buq.h"
 #include "tessera/io.h"
 
-#include <errno.h>
 #include <math.h>
 #include <netcdf.h>
 #include <stdint.h>
@@ -30,15 +29,15 @@ static int put_text(int ncid, int varid, const char *name, const char *text) {
   return nc_put_att_text(ncid, varid, name, strlen(text), text);
 }
 
-/* Closes the file being written at tmp_path (ncid; -1: not open) and moves it to path when all
- * went well (status), else removes it. Returns the status. */
+/* Closes the file being written at tmp_path (ncid; -1: not open; tmp_path empty: none made) and
+ * commits it to path when all went well (status), else removes it. Returns the status. */
 static ts_status finish_file(int ncid, const char *tmp_path, const char *path, ts_status status) {
   int closed = ncid >= 0 ? nc_close(ncid) : NC_NOERR;
   if (status == TS_OK && closed != NC_NOERR)
     status = ts_error(TS_ERR_IO, "%s: cannot write NetCDF: %s", path, nc_strerror(closed));
-  if (status == TS_OK && rename(tmp_path, path) != 0)
-    status = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-  if (status != TS_OK)
+  if (status == TS_OK)
+    return ts_commit_temp_file(tmp_path, path);
+  if (tmp_path[0])
     remove(tmp_path);
   return status;
 }
@@ -46,20 +45,22 @@ static ts_status finish_file(int ncid, const char *tmp_path, const char *path, t
 ts_status ts_netcdf_write_grid(const char *path, const ts_grid *grid, const char *crs,
                                const char *title, double time, int nvars, const ts_out_var *vars) {
   ts_status status = TS_OK;
-  char tmp_path[4096];
+  char tmp_path[4200] = "";
   int ncid = -1, dims[4], var_time, var_axis[3], var_crs, three = grid->dim == 3;
   size_t n[3] = {(size_t)grid->n[0], (size_t)grid->n[1], three ? (size_t)grid->n[2] : 1};
   size_t cells = n[0] * n[1] * n[2], longest = n[0] > n[1] ? n[0] : n[1];
   double *coordinate = NULL;
   float *values = NULL;
   int *var_ids = NULL;
-  if (snprintf(tmp_path, sizeof tmp_path, "%s.tmp", path) >= (int)sizeof tmp_path)
-    return ts_error(TS_ERR_IO, "%s: path too long", path);
   coordinate = malloc((longest > n[2] ? longest : n[2]) * sizeof *coordinate);
   values = malloc(cells * sizeof *values);
   var_ids = malloc((size_t)(nvars > 0 ? nvars : 1) * sizeof *var_ids);
   if (!coordinate || !values || !var_ids) {
     status = ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+    goto cleanup;
+  }
+  if (ts_make_temp(path, tmp_path, sizeof tmp_path) != TS_OK) {
+    status = TS_ERR_IO;
     goto cleanup;
   }
   NC_CHECK(nc_create(tmp_path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, &ncid));
@@ -154,7 +155,7 @@ ts_status ts_netcdf_write_levels(const char *path, const ts_raster *geom, int le
                                  double time, const ts_out_squares *sq, int nvars,
                                  const ts_out_var *vars) {
   ts_status status = TS_OK;
-  char tmp_path[4096], name[NC_MAX_NAME + 1];
+  char tmp_path[4200] = "", name[NC_MAX_NAME + 1];
   int ncid = -1, dims[TS_BUQ_MAX_LEVELS][2], var_x[TS_BUQ_MAX_LEVELS], var_y[TS_BUQ_MAX_LEVELS];
   int var_crs, *var_ids = NULL;
   size_t nx[TS_BUQ_MAX_LEVELS], ny[TS_BUQ_MAX_LEVELS], first[TS_BUQ_MAX_LEVELS + 1] = {0};
@@ -163,8 +164,6 @@ ts_status ts_netcdf_write_levels(const char *path, const ts_raster *geom, int le
   if (levels < 1 || levels > TS_BUQ_MAX_LEVELS)
     return ts_error(TS_ERR_INPUT, "%s: %d levels: must be 1 to %d", path, levels,
                     TS_BUQ_MAX_LEVELS);
-  if (snprintf(tmp_path, sizeof tmp_path, "%s.tmp", path) >= (int)sizeof tmp_path)
-    return ts_error(TS_ERR_IO, "%s: path too long", path);
   /* level l's cells, 2^l bed cells wide, one after another in `values` */
   for (int l = 0; l < levels; l++) {
     nx[l] = ((size_t)geom->ncols + ((size_t)1 << l) - 1) >> l;
@@ -193,6 +192,10 @@ ts_status ts_netcdf_write_levels(const char *path, const ts_raster *geom, int le
     place[c] = i < nx[l] && j < ny[l] ? first[l] + i + j * nx[l] : SIZE_MAX; /* a block's padding */
   }
 
+  if (ts_make_temp(path, tmp_path, sizeof tmp_path) != TS_OK) {
+    status = TS_ERR_IO;
+    goto cleanup;
+  }
   NC_CHECK(nc_create(tmp_path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, &ncid));
   NC_CHECK(put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8"));
   NC_CHECK(put_text(ncid, NC_GLOBAL, "title", "Tessera quadtree cells"));
@@ -508,13 +511,11 @@ ts_status ts_netcdf_write_stations(const char *path, const char *crs, int nstati
                                    size_t ntimes, const double *times, int nvars,
                                    const ts_out_var *vars) {
   ts_status status = TS_OK;
-  char tmp_path[4096];
+  char tmp_path[4200] = "";
   int ncid = -1, dim_station, dim_time, dim_name, dims[2], var_name, var_x, var_y, var_time;
   int *var_ids = NULL;
   size_t longest = 1;
   char *text = NULL;
-  if (snprintf(tmp_path, sizeof tmp_path, "%s.tmp", path) >= (int)sizeof tmp_path)
-    return ts_error(TS_ERR_IO, "%s: path too long", path);
   for (int g = 0; g < nstations; g++)
     if (strlen(names[g]) > longest)
       longest = strlen(names[g]);
@@ -526,6 +527,10 @@ ts_status ts_netcdf_write_stations(const char *path, const char *crs, int nstati
   }
   for (int g = 0; g < nstations; g++)
     memcpy(text + (size_t)g * longest, names[g], strlen(names[g]));
+  if (ts_make_temp(path, tmp_path, sizeof tmp_path) != TS_OK) {
+    status = TS_ERR_IO;
+    goto cleanup;
+  }
   NC_CHECK(nc_create(tmp_path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, &ncid));
   NC_CHECK(put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8"));
   NC_CHECK(put_text(ncid, NC_GLOBAL, "featureType", "timeSeries"));

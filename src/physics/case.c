@@ -1,17 +1,23 @@
 /* The case drivers' shared parts (case.h). */
-#define _POSIX_C_SOURCE 200809L /* strdup */
+#define _DEFAULT_SOURCE /* strdup, flock, nanosleep, kill */
 #include "physics/case.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "physics/model.h"
 #include "tessera/gpu.h"
+#include "tessera/io.h"
 
 ts_status ts_case_load(ts_config **cfg, const ts_case_options *opt) {
   TS_CALL(ts_config_load(cfg, opt->case_path));
@@ -254,8 +260,106 @@ ts_status ts_case_out_dir(const ts_config *cfg, const ts_case_options *opt, char
   return *out ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
 }
 
-ts_status ts_case_prepare_out_dir(const char *dir) {
+/* The process id written in the lock file of another run (0: unknown). That run may have taken
+ * the lock and not written its id yet (the file is empty, or holds an earlier run's id): a few
+ * tries, 20 ms apart, for the id of a live process; else the last id read (a process on another
+ * host). */
+static long lock_holder(int fd) {
+  long last = 0;
+  for (int attempt = 0; attempt < 50; attempt++) {
+    char text[32];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    if (n > 0) {
+      text[n] = '\0';
+      char *end;
+      long pid = strtol(text, &end, 10);
+      if (end != text && pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+        return pid;
+      last = end != text && pid > 0 ? pid : last;
+    }
+    nanosleep(&(struct timespec){0, 20000000}, NULL);
+  }
+  return last;
+}
+
+/* What an earlier run's summary.json lists: the files to remove. */
+typedef struct stale_files {
+  const char *dir;
+  ts_status st; /* the first failure */
+} stale_files;
+
+/* Removes dir/name when name is a plain file name (no '/', not hidden) of a regular file (not a
+ * link); a missing file is no error. */
+static void remove_stale(stale_files *c, const char *name) {
+  char path[4200];
+  struct stat sb;
+  if (!name[0] || name[0] == '.' || strchr(name, '/') || c->st != TS_OK)
+    return;
+  snprintf(path, sizeof path, "%s/%s", c->dir, name);
+  if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+    return;
+  if (unlink(path) != 0 && errno != ENOENT)
+    c->st = ts_error(TS_ERR_IO, "%s: cannot remove this output of an earlier run: %s", path,
+                     strerror(errno));
+}
+
+/* A file listed in the summary; an ESRI ASCII grid's .prj beside it goes with it. */
+static void remove_listed(void *ctx, const char *name) {
+  stale_files *c = ctx;
+  remove_stale(c, name);
+  size_t n = strlen(name);
+  if (n > 4 && n < 4096 && strcmp(name + n - 4, ".asc") == 0) {
+    char prj[4096];
+    snprintf(prj, sizeof prj, "%.*s.prj", (int)(n - 4), name);
+    remove_stale(c, prj);
+  }
+}
+
+/* Removes the files the summary.json in dir lists (the snapshots, maps, gauges, checkpoints and
+ * other files of the run that wrote it), then the summary itself. */
+static ts_status remove_earlier_outputs(const char *dir) {
+  static const char *const keys[] = {"snapshots", "maxima", "gauges",        "gauges_png",
+                                     "netcdf",    "files",  "gauges_netcdf", "checkpoints",
+                                     NULL};
+  char path[4200];
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return errno == ENOENT ? TS_OK
+                           : ts_error(TS_ERR_INPUT, "%s: cannot read: %s", path, strerror(errno));
+  enum { MAX_SUMMARY = 64 << 20 };
+  char *text = malloc(MAX_SUMMARY + 1);
+  size_t n = text ? fread(text, 1, MAX_SUMMARY + 1, f) : 0;
+  int failed = ferror(f);
+  fclose(f);
+  if (!text)
+    return ts_error(TS_ERR_NOMEM, "out of memory");
+  ts_status st = TS_OK;
+  if (failed || n > MAX_SUMMARY) {
+    st = ts_error(TS_ERR_INPUT,
+                  "%s: cannot read it (over 64 MiB?): remove it or choose another "
+                  "output directory",
+                  path);
+  } else {
+    text[n] = '\0';
+    stale_files c = {.dir = dir, .st = TS_OK};
+    long bad = strlen(text) == n ? ts_json_scan(text, keys, remove_listed, &c) : (long)n + 1;
+    st = c.st;
+    if (st == TS_OK && bad)
+      st = ts_error(TS_ERR_INPUT,
+                    "%s: byte %ld: not the JSON summary of a run, so its files cannot be told "
+                    "apart: remove it or choose another output directory",
+                    path, bad);
+    if (st == TS_OK && unlink(path) != 0 && errno != ENOENT)
+      st = ts_error(TS_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+  }
+  free(text);
+  return st;
+}
+
+ts_status ts_case_prepare_out_dir(const char *dir, int restarting, int *lock) {
   char path[4096];
+  *lock = -1;
   if (!dir[0])
     return ts_error(TS_ERR_INPUT, "the output directory name is empty");
   if (strlen(dir) >= sizeof path - 32)
@@ -276,14 +380,43 @@ ts_status ts_case_prepare_out_dir(const char *dir) {
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
     return ts_error(TS_ERR_INPUT, "%s: the output directory is not a directory", dir);
-  snprintf(path, sizeof path, "%s/.tessera_write_probe", dir);
-  FILE *f = fopen(path, "w");
-  if (!f)
+  snprintf(path, sizeof path, "%s/.tessera.lock", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0)
     return ts_error(TS_ERR_INPUT, "%s: the output directory is not writable: %s", dir,
                     strerror(errno));
-  fclose(f);
-  remove(path);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int busy = errno == EWOULDBLOCK, saved = errno;
+    long pid = busy ? lock_holder(fd) : 0;
+    close(fd);
+    if (!busy)
+      return ts_error(TS_ERR_IO, "%s: cannot lock it: %s", path, strerror(saved));
+    if (pid == 0)
+      return ts_error(TS_ERR_INPUT,
+                      "%s: the output directory is in use by another run (process id unknown)",
+                      dir);
+    return ts_error(TS_ERR_INPUT, "%s: the output directory is in use by another run (process %ld)",
+                    dir, pid);
+  }
+  char text[32];
+  int len = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+  ts_status st = TS_OK;
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len)
+    st = ts_error(TS_ERR_INPUT, "%s: the output directory is not writable: %s", dir,
+                  strerror(errno));
+  if (st == TS_OK && !restarting)
+    st = remove_earlier_outputs(dir);
+  if (st != TS_OK) {
+    close(fd);
+    return st;
+  }
+  *lock = fd;
   return TS_OK;
+}
+
+void ts_case_release_out_dir(int lock) {
+  if (lock >= 0)
+    close(lock);
 }
 
 /* 64-bit FNV-1a of the case file, the overrides and the build: ranks must agree on it. */

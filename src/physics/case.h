@@ -59,8 +59,15 @@ ts_status ts_case_tuples(const ts_config *cfg, const char *section, const char *
                          double **out, int *count);
 /* --out, else [output] dir, else "out" beside the case file (malloc'ed). */
 ts_status ts_case_out_dir(const ts_config *cfg, const ts_case_options *opt, char **out);
-/* Creates the directory (and its parents) and checks that it is writable. */
-ts_status ts_case_prepare_out_dir(const char *dir);
+/* Claims the output directory for this run (root rank only): creates it and its parents, takes
+ * the lock DIR/.tessera.lock (flock, holding this process's id; the file stays) and, unless the
+ * run is restarting (it continues the earlier run, whose files it keeps and rewrites from the
+ * checkpoint on), removes the files that an earlier run's summary.json lists (plain names of
+ * regular files in dir, a .asc's .prj with it), then that summary.json.
+ * A directory locked by another run is TS_ERR_INPUT naming the directory and that run's process
+ * id. *lock (-1 on failure) stays open until ts_case_release_out_dir at the end of the run. */
+ts_status ts_case_prepare_out_dir(const char *dir, int restarting, int *lock);
+void ts_case_release_out_dir(int lock);
 /* Collective: every rank must run the same case file, overrides and build. */
 ts_status ts_case_check_same(const ts_comm *comm, const ts_case_options *opt);
 

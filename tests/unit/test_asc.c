@@ -34,10 +34,7 @@ static void test_round_trip(void) {
   CHECK(memcmp(r.v, back.v, 35 * sizeof(double)) == 0, "values bit for bit");
   CHECK(ts_raster_is_nodata(&back, back.v[3]) && ts_raster_is_nodata(&back, back.v[20]),
         "nodata and NaN read back as nodata");
-  FILE *tmp = fopen("asc_round.asc.tmp", "rb");
-  CHECK(tmp == NULL, "no temporary file left");
-  if (tmp)
-    fclose(tmp);
+  CHECK(temp_files(".", "asc_round.asc") == 0, "no temporary file left");
   ts_raster_free(&back);
   ts_raster_free(&r);
 }

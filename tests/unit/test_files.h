@@ -1,8 +1,9 @@
 /* Small file helpers shared by the unit tests: write a text file, read one back whole, ask
- * whether a file exists, count the lines of one. */
+ * whether a file exists, count the lines of one, count a writer's temporary files. */
 #ifndef TESSERA_TESTS_TEST_FILES_H
 #define TESSERA_TESTS_TEST_FILES_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,20 @@ static inline int file_lines(const char *path, char *first, size_t size) {
     snprintf(first, size, "%.*s", (int)strcspn(text, "\n"), text);
   free(text);
   return lines;
+}
+
+/* The temporary files (.NAME.XXXXXX) of the output NAME in dir: what a failed or unfinished
+ * write would leave behind. */
+static inline int temp_files(const char *dir, const char *name) {
+  char prefix[256];
+  snprintf(prefix, sizeof prefix, ".%s.", name);
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    n += strncmp(e->d_name, prefix, strlen(prefix)) == 0 && strlen(e->d_name) == strlen(prefix) + 6;
+  if (d)
+    closedir(d);
+  return n;
 }
 
 /* The end of a test that wrote into the temporary directory dir: removed when nothing failed,

@@ -119,7 +119,7 @@ static void test_asc_prj(const char *crs) {
   r.crs = malloc(strlen(crs) + 1);
   strcpy(r.crs, crs);
   CHECK(ts_asc_write(at("grid.asc"), &r, 9) == TS_OK, "asc with a CRS written");
-  CHECK(file_exists(at("grid.prj")) && !file_exists(at("grid.prj.tmp")), "grid.prj beside it");
+  CHECK(file_exists(at("grid.prj")) && temp_files(dir, "grid.prj") == 0, "grid.prj beside it");
   ts_error_clear();
   CHECK(ts_raster_read(at("grid.asc"), &back) == TS_OK, "asc + .prj read: %s", ts_error_message());
   CHECK(back.crs && ts_crs_same(back.crs, crs), "the .prj gives the same CRS");
@@ -449,7 +449,7 @@ static void test_geotiff_write(const char *wkt2154) {
   strcpy(r.crs, wkt2154);
   ts_error_clear();
   CHECK(ts_geotiff_write(at("out.tif"), &r) == TS_OK, "GeoTIFF written: %s", ts_error_message());
-  CHECK(count_files("out.tif.") == 0, "no temporary file left");
+  CHECK(count_files(".out.tif.") == 0, "no temporary file left");
   GDALDatasetH ds = GDALOpen(at("out.tif"), GA_ReadOnly);
   CHECK(ds != NULL, "GDAL opens it");
   if (ds) {
@@ -493,7 +493,7 @@ static void test_geotiff_write(const char *wkt2154) {
         "unwritable path: %s", ts_error_message());
   mkdir(at("taken.tif"), 0755); /* the rename fails: the temporary must go */
   st = ts_geotiff_write(at("taken.tif"), &r);
-  CHECK(one_line_error(st, TS_ERR_IO, at("taken.tif")) && count_files("taken.tif.") == 0,
+  CHECK(one_line_error(st, TS_ERR_IO, at("taken.tif")) && count_files(".taken.tif.") == 0,
         "failed rename leaves no file: %s", ts_error_message());
   ts_raster_free(&r);
 }

@@ -1,6 +1,8 @@
 /* Unit tests of the output and auxiliary input formats: NetCDF, VTI (2D rasters, 2D and 3D grids
  * with vector arrays, decoded back from base64), PNG (depth and scalar field maps, read back with
- * libpng), gauge and time-series CSV files, the JSON writer and the temporary-file helpers. */
+ * libpng), gauge and time-series CSV files, the JSON writer and reader and the temporary-file
+ * helpers (unique hidden names, commit, a failed commit leaving nothing). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "tessera/io.h"
 
 #include <math.h>
@@ -25,7 +27,7 @@ static void test_netcdf(void) {
   ts_out_var vars[2] = {{"h", "water depth", "m", h}, {"u", "velocity x", "m s-1", u}};
   CHECK(ts_netcdf_write("io_out.nc", &geom, 600.0, 2, vars) == TS_OK, "NetCDF written: %s",
         ts_error_message());
-  CHECK(!file_exists("io_out.nc.tmp"), "no NetCDF temporary file left");
+  CHECK(temp_files(".", "io_out.nc") == 0, "no NetCDF temporary file left");
   int ncid, dim, var, format;
   size_t length;
   CHECK(nc_open("io_out.nc", NC_NOWRITE, &ncid) == NC_NOERR, "NetCDF re-opened with nc_open");
@@ -180,7 +182,7 @@ static void test_vti_grid_3d(void) {
   ts_out_vector vectors[1] = {{"u", "velocity", "m s-1", {ux, uy, uz}}};
   CHECK(ts_vti_write_grid("io_grid3d.vti", &grid, 2.5, 1, vars, 1, vectors) == TS_OK,
         "3D VTI written: %s", ts_error_message());
-  CHECK(!file_exists("io_grid3d.vti.tmp"), "no 3D VTI temporary file left");
+  CHECK(temp_files(".", "io_grid3d.vti") == 0, "no 3D VTI temporary file left");
   char *text = read_file("io_grid3d.vti");
   CHECK(text && strstr(text, "WholeExtent=\"0 3 0 2 0 2\"") &&
             strstr(text, "<Piece Extent=\"0 3 0 2 0 2\">"),
@@ -319,7 +321,7 @@ static void test_png_field(void) {
   CHECK(ts_png_write_field("io_field.png", NX, NY, values, -1.0, 2.0, SCALE, "|u| / U", "t=1") ==
             TS_OK,
         "field PNG written: %s", ts_error_message());
-  CHECK(!file_exists("io_field.png.tmp"), "no field PNG temporary file left");
+  CHECK(temp_files(".", "io_field.png") == 0, "no field PNG temporary file left");
   unsigned width = 0, height = 0;
   unsigned char *rgb = read_png_rgb("io_field.png", &width, &height);
   CHECK(rgb != NULL, "field PNG re-read with libpng");
@@ -475,17 +477,47 @@ static void test_json(void) {
   free(text);
 }
 
+/* Runs first: TESSERA_TEST_FAIL_WRITE counts the commits of the process. */
 static void test_temp_files(void) {
-  char tmp_path[256];
+  char tmp_path[256], other[256];
+  setenv("TESSERA_TEST_FAIL_WRITE", "2", 1); /* the second commit fails */
   FILE *f = ts_open_temp("no_such_dir/out.txt", tmp_path, sizeof tmp_path);
   CHECK(f == NULL && strstr(ts_error_message(), "no_such_dir/out.txt: cannot write"),
         "temp file in a missing directory fails: %s", ts_error_message());
+  remove("io_temp.txt");
+  int before = temp_files(".", "io_temp.txt"); /* 0 unless an earlier run of this test failed */
   f = ts_open_temp("io_temp.txt", tmp_path, sizeof tmp_path);
-  CHECK(f && strcmp(tmp_path, "io_temp.txt.tmp") == 0, "temp name is path.tmp");
+  FILE *g = ts_open_temp("io_temp.txt", other, sizeof other);
+  CHECK(f && g && strncmp(tmp_path, ".io_temp.txt.", 13) == 0 && strlen(tmp_path) == 19 &&
+            strcmp(tmp_path, other) != 0 && temp_files(".", "io_temp.txt") == before + 2,
+        "two temporaries of one path: %s and %s", tmp_path, other);
   fputs("data\n", f);
   CHECK(ts_commit_temp(f, tmp_path, "io_temp.txt") == TS_OK && file_exists("io_temp.txt") &&
-            !file_exists("io_temp.txt.tmp"),
+            !file_exists(tmp_path) && temp_files(".", "io_temp.txt") == before + 1,
         "commit renames the temp file");
+  fputs("partial", g);
+  ts_status st = ts_commit_temp(g, other, "io_temp.txt");
+  char *text = read_file("io_temp.txt");
+  CHECK(st == TS_ERR_IO && strstr(ts_error_message(), "io_temp.txt: cannot write: No space left") &&
+            text && strcmp(text, "data\n") == 0 && temp_files(".", "io_temp.txt") == before,
+        "a failed commit (TESSERA_TEST_FAIL_WRITE) keeps the complete file, removes the temporary: "
+        "%s",
+        ts_error_message());
+  free(text);
+  unsetenv("TESSERA_TEST_FAIL_WRITE");
+  CHECK(ts_open_temp("io_temp_dir/", tmp_path, sizeof tmp_path) == NULL && tmp_path[0] == '\0',
+        "a path ending in / is no file: %s", ts_error_message());
+  CHECK(ts_open_temp("io_temp.txt", tmp_path, 19) == NULL && tmp_path[0] == '\0',
+        "a temporary name that does not fit: %s", ts_error_message());
+  CHECK(ts_make_temp("io_made.txt", tmp_path, sizeof tmp_path) == TS_OK && file_exists(tmp_path),
+        "an empty temporary for a library that writes by name");
+  f = fopen(tmp_path, "ab");
+  fputs("by name\n", f);
+  fclose(f);
+  CHECK(ts_commit_temp_file(tmp_path, "io_made.txt") == TS_OK && !file_exists(tmp_path) &&
+            (text = read_file("io_made.txt")) && strcmp(text, "by name\n") == 0,
+        "committed by name");
+  free(text);
   ts_raster geom = {2, 2, 0, 0, 1, -9999, NULL, NULL};
   double h[4] = {0};
   ts_out_var vars[1] = {{"h", "water depth", "m", h}};
@@ -493,6 +525,38 @@ static void test_temp_files(void) {
         "NetCDF into a missing directory: %s", ts_error_message());
   CHECK(ts_vti_write("no_such_dir/out.vti", &geom, 0, 1, vars) == TS_ERR_IO,
         "VTI into a missing directory fails");
+}
+
+/* The strings the reader finds under the chosen top-level keys, joined by '|'. */
+static void join(void *ctx, const char *value) {
+  char *all = ctx;
+  size_t n = strlen(all);
+  snprintf(all + n, 512 - n, "%s%s", n ? "|" : "", value);
+}
+
+static void test_json_scan(void) {
+  static const char *const keys[] = {"files", "maxima", NULL};
+  char found[512] = "";
+  const char *text =
+      "{\"model\": \"swe\", \"case\": \"a.ini\", \"files\": {\"vti\": \"flow.vti\",\n"
+      " \"png\": [\"s.png\", null, 1.5e3, true], \"deep\": [[{\"x\": \"d\\/e\\u00e9\"}]]},"
+      " \"maxima\": null, \"other\": [\"no.asc\"], \"maxima2\": \"no\"}";
+  CHECK(ts_json_scan(text, keys, join, found) == 0 &&
+            strcmp(found, "flow.vti|s.png|d/e\xc3\xa9") == 0,
+        "strings under the chosen keys: %s", found);
+  found[0] = '\0';
+  long bad = ts_json_scan("{\"files\": [\"a\", \"b\" \"c\"]}", keys, join, found);
+  CHECK(bad == 21, "a missing comma is an error at its byte (%ld)", bad);
+  CHECK(ts_json_scan("{\"files\": [\"a\"]} x", keys, join, found) != 0 &&
+            ts_json_scan("[\"files\"]", keys, join, found) != 0 &&
+            ts_json_scan("{\"files\": \"a", keys, join, found) != 0 &&
+            ts_json_scan("{\"files\": \"\\u00\"}", keys, join, found) != 0 &&
+            ts_json_scan("", keys, join, found) != 0,
+        "trailing text, a top-level array, an open string, a short escape, nothing: errors");
+  char deep[300] = "{\"files\": ";
+  memset(deep + strlen(deep), '[', 200);
+  deep[sizeof deep - 1] = '\0';
+  CHECK(ts_json_scan(deep, keys, join, found) != 0, "nesting beyond 64 levels is refused");
 }
 
 /* Square cells of two sizes in a .vtu: counts, the corners of a wide cell, the level and a
@@ -525,6 +589,7 @@ static void test_vtu_squares(void) {
 }
 
 int main(void) {
+  test_temp_files();
   test_netcdf();
   test_vtu_squares();
   test_netcdf_3d();
@@ -536,7 +601,7 @@ int main(void) {
   test_gauges();
   test_series();
   test_json();
-  test_temp_files();
+  test_json_scan();
   printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
   return failures ? 1 : 0;
 }

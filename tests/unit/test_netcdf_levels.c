@@ -215,8 +215,8 @@ static void test_writer(void) {
   ts_out_squares sq = {n, bed.xll, bed.yll, bed.cellsize, i0, j0, width, level};
   const char *path = path_in(dir, "levels.nc");
   ts_status st = ts_netcdf_write_levels(path, &bed, LEVELS, BLOCK, t, &sq, NVARS, out);
-  CHECK(ok && st == TS_OK && !file_exists(path_in(dir, "levels.nc.tmp")),
-        "20 steps on %lld leaf cells written to levels.nc, no levels.nc.tmp left: %s", (long long)n,
+  CHECK(ok && st == TS_OK && temp_files(dir, "levels.nc") == 0,
+        "20 steps on %lld leaf cells written to levels.nc, no temporary left: %s", (long long)n,
         st == TS_OK ? "" : ts_error_message());
 
   level_grids g;
@@ -276,12 +276,13 @@ static void test_writer(void) {
   /* failures: nothing under the final name, no temporary file */
   path = path_in(dir, "missing/levels.nc");
   st = ts_netcdf_write_levels(path, &bed, LEVELS, BLOCK, t, &sq, NVARS, out);
-  CHECK(
-      st == TS_ERR_IO && !file_exists(path) && !file_exists(path_in(dir, "missing/levels.nc.tmp")),
-      "into a directory that does not exist: TS_ERR_IO (%d), no file: %s", st, ts_error_message());
+  CHECK(st == TS_ERR_IO && !file_exists(path) &&
+            temp_files(path_in(dir, "missing"), "levels.nc") == 0,
+        "into a directory that does not exist: TS_ERR_IO (%d), no file: %s", st,
+        ts_error_message());
   path = path_in(dir, "two_levels.nc");
   st = ts_netcdf_write_levels(path, &bed, LEVELS - 1, BLOCK, t, &sq, NVARS, out);
-  CHECK(st == TS_ERR_INPUT && !file_exists(path) && !file_exists(path_in(dir, "two_levels.nc.tmp")),
+  CHECK(st == TS_ERR_INPUT && !file_exists(path) && temp_files(dir, "two_levels.nc") == 0,
         "leaves of level 2 in a file of 2 levels: TS_ERR_INPUT (%d), no file: %s", st,
         ts_error_message());
 

@@ -134,7 +134,7 @@ static void test_gauges_plot(void) {
   ts_plot_panel panels[2] = {{"depth", "h (m)", 3, depth}, {"water surface", "z (m)", 3, surface}};
   CHECK(ts_png_write_plot("plot_gauges.png", N, t, "t (s)", 2, panels, "gauges") == TS_OK,
         "gauge plot written: %s", ts_error_message());
-  CHECK(!file_exists("plot_gauges.png.tmp"), "no temporary file left");
+  CHECK(temp_files(".", "plot_gauges.png") == 0, "no temporary file left");
   picture pic = read_png("plot_gauges.png");
   CHECK(pic.rgb != NULL, "plot re-read with libpng");
   if (!pic.rgb)
@@ -304,7 +304,7 @@ static void test_bad_arguments(void) {
   CHECK(ts_png_write_plot("no_such_dir/plot.png", 3, t, "t", 1, &panel, NULL) == TS_ERR_IO &&
             strstr(ts_error_message(), "no_such_dir/plot.png: cannot write"),
         "plot into a missing directory: %s", ts_error_message());
-  CHECK(!file_exists("no_such_dir/plot.png") && !file_exists("no_such_dir/plot.png.tmp"),
+  CHECK(!file_exists("no_such_dir/plot.png") && temp_files("no_such_dir", "plot.png") == 0,
         "no file left by the failed write");
 }
 

@@ -651,8 +651,9 @@ ts_status ts_lbm_case_run(const ts_case_options *opt) {
   }
   if (st == TS_OK && k.root)
     report(&k, opt->progress);
+  int lock = -1;
   if (st == TS_OK)
-    st = ts_comm_agree(k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir) : TS_OK);
+    st = ts_comm_agree(k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir, 0, &lock) : TS_OK);
   run_result r;
   memset(&r, 0, sizeof r);
   if (st == TS_OK)
@@ -661,6 +662,7 @@ ts_status ts_lbm_case_run(const ts_case_options *opt) {
     st = write_fields(&k, s, &r);
   if (st == TS_OK)
     st = ts_comm_agree(k.comm, k.root ? write_summary(&k, s, &r) : TS_OK);
+  ts_case_release_out_dir(lock);
   ts_lbm_destroy(s);
   free_case(&k);
   return st;

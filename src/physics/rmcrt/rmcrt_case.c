@@ -408,8 +408,9 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
     if (st != TS_OK && st != TS_ERR_NOMEM && st != TS_ERR_PEER)
       st = ts_error(st, "%s: %s", opt->case_path, ts_error_message());
   }
+  int lock = -1;
   if (st == TS_OK)
-    st = ts_comm_agree(k->comm, k->root ? ts_case_prepare_out_dir(k->out_dir) : TS_OK);
+    st = ts_comm_agree(k->comm, k->root ? ts_case_prepare_out_dir(k->out_dir, 0, &lock) : TS_OK);
   ts_runtime *rt = NULL;
   if (st == TS_OK && k->coupled) {
     st = ts_runtime_create(&rt, opt->trace);
@@ -442,6 +443,7 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
   if (st == TS_OK && k->root && !opt->quiet)
     fprintf(opt->progress, "rmcrt: %zu cells x %d rays in %.3f s: %.3g rays/s, %.3g crossings/s\n",
             cells, p->rays, seconds, work[0] / seconds, work[1] / seconds);
+  ts_case_release_out_dir(lock);
   ts_rmcrt_destroy(r);
   free(kappa), free(temp), free(divq);
   return st;

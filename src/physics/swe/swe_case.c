@@ -1912,10 +1912,13 @@ ts_status ts_swe_case_run(const ts_case_options *opt) {
     rs.volume_initial = ts_swe_volume(s);
   if (st == TS_OK && opt->restart)
     st = ts_comm_agree(k.comm, read_checkpoint(&k, opt->restart, s, &rs, &log));
+  int lock = -1;
   if (st == TS_OK)
-    st = ts_comm_agree(k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir) : TS_OK);
+    st = ts_comm_agree(k.comm,
+                       k.root ? ts_case_prepare_out_dir(k.out_dir, opt->restart != NULL, &lock) : TS_OK);
   if (st == TS_OK)
     st = run_case(&k, opt, s, &rs, &log);
+  ts_case_release_out_dir(lock);
   free(log.rows);
   ts_swe_destroy(s);
   free_case(&k);
