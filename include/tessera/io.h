@@ -113,6 +113,11 @@ typedef struct ts_netcdf_layout {
  * no file. */
 ts_status ts_netcdf_series_create(ts_netcdf_series **out, const char *path,
                                   const ts_netcdf_layout *layout);
+/* For a restarted run: reopens path when it holds a series of this layout (dimensions, variable
+ * names and type), keeping its time steps before keep_before (the next append follows them, so
+ * the file ends as the uninterrupted run's); else as ts_netcdf_series_create. */
+ts_status ts_netcdf_series_continue(ts_netcdf_series **out, const char *path,
+                                    const ts_netcdf_layout *layout, double keep_before);
 /* Appends time step `time` with the values of every time-varying variable (vars[k].v, in the
  * layout's order, indexed as in ts_netcdf_write_grid), then flushes the file to disk (nc_sync):
  * a run stopped later leaves a readable file holding the time steps appended so far. */

@@ -355,6 +355,34 @@ static int def_data(int ncid, const ts_out_var *v, int use_double, int ndims, co
   return result;
 }
 
+/* A series of the layout's shape with nothing open (NULL when out of memory). */
+static ts_netcdf_series *series_new(const char *path, const ts_netcdf_layout *layout) {
+  const ts_grid *grid = layout->grid;
+  int three = grid->dim == 3;
+  ts_netcdf_series *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  s->ncid = -1;
+  s->use_double = layout->use_double;
+  s->nvars = layout->nvars;
+  s->nmaps = layout->nmaps;
+  s->ndims = 1 + (three ? 3 : 2);
+  s->count[0] = 1;
+  for (int d = 1; d < s->ndims; d++)
+    s->count[d] = (size_t)grid->n[s->ndims - 1 - d]; /* z (3D), y, x */
+  s->cells = (size_t)grid->n[0] * (size_t)grid->n[1] * (three ? (size_t)grid->n[2] : 1);
+  s->path = malloc(strlen(path) + 1);
+  s->var_ids = malloc((size_t)(s->nvars + s->nmaps + 1) * sizeof *s->var_ids);
+  s->buffer = malloc(s->cells * (s->use_double ? sizeof(double) : sizeof(float)));
+  if (!s->path || !s->var_ids || !s->buffer) {
+    ts_netcdf_series_close(s);
+    return NULL;
+  }
+  strcpy(s->path, path);
+  s->map_ids = s->var_ids + s->nvars;
+  return s;
+}
+
 ts_status ts_netcdf_series_create(ts_netcdf_series **out, const char *path,
                                   const ts_netcdf_layout *layout) {
   ts_status status = TS_OK;
@@ -363,26 +391,15 @@ ts_status ts_netcdf_series_create(ts_netcdf_series **out, const char *path,
   size_t n[3] = {(size_t)grid->n[0], (size_t)grid->n[1], three ? (size_t)grid->n[2] : 1};
   size_t longest = n[0] > n[1] ? n[0] : n[1];
   double *coordinate = NULL;
-  ts_netcdf_series *s = calloc(1, sizeof *s);
+  ts_netcdf_series *s = series_new(path, layout);
   *out = NULL;
   if (!s)
     return ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
-  s->ncid = -1;
-  s->use_double = layout->use_double;
-  s->nvars = layout->nvars;
-  s->nmaps = layout->nmaps;
-  s->ndims = 1 + (three ? 3 : 2);
-  s->cells = n[0] * n[1] * n[2];
-  s->path = malloc(strlen(path) + 1);
-  s->var_ids = malloc((size_t)(s->nvars + s->nmaps + 1) * sizeof *s->var_ids);
-  s->buffer = malloc(s->cells * (s->use_double ? sizeof(double) : sizeof(float)));
   coordinate = malloc((longest > n[2] ? longest : n[2]) * sizeof *coordinate);
-  if (!s->path || !s->var_ids || !s->buffer || !coordinate) {
+  if (!coordinate) {
     status = ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
     goto cleanup;
   }
-  strcpy(s->path, path);
-  s->map_ids = s->var_ids + s->nvars;
   NC_CHECK(nc_create(path, NC_CLOBBER | NC_NETCDF4 | NC_CLASSIC_MODEL, &s->ncid));
   int ncid = s->ncid;
   NC_CHECK(put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8"));
@@ -397,11 +414,9 @@ ts_status ts_netcdf_series_create(ts_netcdf_series **out, const char *path,
   static const char *const axes[3] = {"X", "Y", "Z"};
   int var_axis[3];
   NC_CHECK(nc_def_dim(ncid, "time", NC_UNLIMITED, &dims[0]));
-  s->count[0] = 1;
   for (int d = 1; d < s->ndims; d++) {
     int a = s->ndims - 1 - d; /* z (3D), y, x */
     NC_CHECK(nc_def_dim(ncid, names[a], n[a], &dims[d]));
-    s->count[d] = n[a];
   }
   NC_CHECK(nc_def_var(ncid, "time", NC_DOUBLE, 1, &dims[0], &s->var_time));
   NC_CHECK(put_text(ncid, s->var_time, "units", layout->time_units));
@@ -445,6 +460,54 @@ cleanup:
       remove(path);
   }
   return status;
+}
+
+/* Opens s->path for writing when it holds a series of s's shape and the layout's variables, with
+ * its time steps before keep_before kept (s->times); 0 when it does not (nothing left open). */
+static int reopen(ts_netcdf_series *s, const ts_netcdf_layout *layout, double keep_before) {
+  static const char *const names[3] = {"x", "y", "z"};
+  int ncid, dim, ok;
+  size_t len, times = 0;
+  nc_type type;
+  if (nc_open(s->path, NC_WRITE, &ncid) != NC_NOERR)
+    return 0;
+  ok = nc_inq_dimid(ncid, "time", &dim) == NC_NOERR &&
+       nc_inq_dimlen(ncid, dim, &times) == NC_NOERR &&
+       nc_inq_varid(ncid, "time", &s->var_time) == NC_NOERR;
+  for (int d = 1; d < s->ndims && ok; d++)
+    ok = nc_inq_dimid(ncid, names[s->ndims - 1 - d], &dim) == NC_NOERR &&
+         nc_inq_dimlen(ncid, dim, &len) == NC_NOERR && len == s->count[d];
+  for (int k = 0; k < s->nvars + s->nmaps && ok; k++) {
+    const ts_out_var *v = k < s->nvars ? &layout->vars[k] : &layout->maps[k - s->nvars];
+    ok = nc_inq_varid(ncid, v->name, &s->var_ids[k]) == NC_NOERR &&
+         nc_inq_vartype(ncid, s->var_ids[k], &type) == NC_NOERR &&
+         type == (s->use_double ? NC_DOUBLE : NC_FLOAT);
+  }
+  for (s->times = 0; ok && s->times < times; s->times++) {
+    double t = INFINITY;
+    ok = nc_get_var1_double(ncid, s->var_time, &s->times, &t) == NC_NOERR;
+    if (!ok || !(t < keep_before))
+      break;
+  }
+  if (!ok)
+    nc_close(ncid);
+  else
+    s->ncid = ncid;
+  return ok;
+}
+
+ts_status ts_netcdf_series_continue(ts_netcdf_series **out, const char *path,
+                                    const ts_netcdf_layout *layout, double keep_before) {
+  ts_netcdf_series *s = series_new(path, layout);
+  *out = NULL;
+  if (!s)
+    return ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+  if (reopen(s, layout, keep_before)) {
+    *out = s;
+    return TS_OK;
+  }
+  ts_netcdf_series_close(s);
+  return ts_netcdf_series_create(out, path, layout);
 }
 
 /* Writes v's values (NaN: the fill value) at start[] with count[] (the file's slice shape). */

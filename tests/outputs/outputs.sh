@@ -128,6 +128,17 @@ rc=$?
 check "earlier run" $([ $rc -eq 2 ] && [ "$(wc -l <bad.log)" -eq 1 ] && grep -q 'hand/summary.json' bad.log && echo 0 || echo 1) \
   "an unreadable summary.json stops the run with exit code $rc: $(cat bad.log)"
 
+# A run restarted into its directory continues its swe.nc: the time before the checkpoint stays,
+# the later one is written again, and the file holds the uninterrupted run's values.
+if command -v ncdump >/dev/null; then
+  run --set output.formats=asc,netcdf --out whole || exit 1
+  run --set output.formats=asc,netcdf --out cont || exit 1
+  run --set output.formats=asc,netcdf --restart cont/checkpoint_t000015.tsc --out cont >cont.log 2>&1
+  check "restart" $([ $? -eq 0 ] && ncdump whole/swe.nc >whole.cdl && ncdump cont/swe.nc >cont.cdl &&
+    cmp -s whole.cdl cont.cdl && grep -q 'time = 10, 30 ;' cont.cdl && echo 0 || echo 1) \
+    "restarted into its directory at 15 s: swe.nc holds t = 10 and 30 s as the uninterrupted run's $(cat cont.log)"
+fi
+
 # 5. On 2 ranks: rank 0 holds the lock and every rank stops.
 if [ -n "$mpirun" ]; then
   start $LONG --out shared

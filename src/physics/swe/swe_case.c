@@ -1179,10 +1179,11 @@ enum { NMAPS = sizeof map_outputs / sizeof map_outputs[0] };
  * time, the bed and (with maxima = on) the maps as time-less variables. */
 static const char run_netcdf_name[] = "swe.nc";
 
-/* Creates swe.nc on rank 0 (*run_nc; NULL elsewhere) and writes the bed into it. Collective:
- * every rank takes part in getting the bed (into work). */
+/* Creates swe.nc on rank 0 (*run_nc; NULL elsewhere) and writes the bed into it; a restarted
+ * run continues the swe.nc of its directory from its first output time (`restart_from`; NaN: not
+ * restarted). Collective: every rank takes part in getting the bed (into work). */
 static ts_status create_run_netcdf(const swe_case *k, const ts_swe *s, double *work,
-                                   ts_netcdf_series **run_nc) {
+                                   double restart_from, ts_netcdf_series **run_nc) {
   ts_out_var vars[4] = {{"h", "water depth", "m", NULL},
                         {"hu", "unit discharge along x", "m2 s-1", NULL},
                         {"hv", "unit discharge along y", "m2 s-1", NULL},
@@ -1206,7 +1207,10 @@ static ts_status create_run_netcdf(const swe_case *k, const ts_swe *s, double *w
                              .maps = maps};
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", k->out_dir, run_netcdf_name);
-  ts_status st = k->root ? ts_netcdf_series_create(run_nc, path, &layout) : TS_OK;
+  ts_status st = TS_OK;
+  if (k->root)
+    st = isnan(restart_from) ? ts_netcdf_series_create(run_nc, path, &layout)
+                             : ts_netcdf_series_continue(run_nc, path, &layout, restart_from);
   TS_CALL(ts_comm_agree(k->comm, st));
   st = ts_swe_get(s, TS_SWE_BED, work);
   if (st == TS_OK && *run_nc)
@@ -1777,7 +1781,11 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   }
   ts_netcdf_series *run_nc = NULL; /* swe.nc, on rank 0 */
   if (st == TS_OK && k->formats[FMT_NETCDF])
-    st = create_run_netcdf(k, s, work[0], &run_nc);
+    st = create_run_netcdf(k, s, work[0],
+                           !opt->restart               ? NAN
+                           : rs->next_output < k->nout ? k->out_times[rs->next_output]
+                                                       : INFINITY,
+                           &run_nc);
   run_totals tot = {.dt_min = INFINITY, .dt_max = 0};
   ts_swe_run run;
   int nsnaps = 0, nckpt = 0;
@@ -1914,8 +1922,8 @@ ts_status ts_swe_case_run(const ts_case_options *opt) {
     st = ts_comm_agree(k.comm, read_checkpoint(&k, opt->restart, s, &rs, &log));
   int lock = -1;
   if (st == TS_OK)
-    st = ts_comm_agree(k.comm,
-                       k.root ? ts_case_prepare_out_dir(k.out_dir, opt->restart != NULL, &lock) : TS_OK);
+    st = ts_comm_agree(
+        k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir, opt->restart != NULL, &lock) : TS_OK);
   if (st == TS_OK)
     st = run_case(&k, opt, s, &rs, &log);
   ts_case_release_out_dir(lock);
