@@ -47,7 +47,9 @@ static void print_usage(void) {
       "                                     its start and end, in the Chrome trace format (open\n"
       "                                     in Perfetto or chrome://tracing); rmcrt, couple = "
       "energy\n"
-      "            --quiet                  no progress line\n",
+      "            --quiet                  no progress line\n"
+      "          SIGTERM, SIGINT or SIGUSR1: stop after the step, save DIR/checkpoint_stop.tsc\n"
+      "          (swe; lbm writes its fields), exit code 3; a second signal ends it at once\n",
       stdout);
   for (int k = 0; k < n; k++)
     if (models[k]->bench)
