@@ -1,7 +1,8 @@
 /* Lattice Boltzmann case driver (lbm_case.h). Lengths in the case file (geometry, lines) are in
  * units of the box's x extent L = nx cells; velocities in lattice units, and in the outputs in
  * units of the velocity scale U ([lbm] lid_velocity). The viscosity comes from exactly one of
- * reynolds (Re = U nx / nu), viscosity, tau, or the physical length, velocity and viscosity. */
+ * reynolds (Re = U nx / nu), viscosity, tau, or the physical length, velocity and viscosity.
+ * A signal (stop.h) stops the run within 16 steps, with its fields written. */
 #include "physics/lbm/lbm_case.h"
 
 #include <math.h>

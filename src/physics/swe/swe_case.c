@@ -1,6 +1,7 @@
 /* Shallow-water case driver: configuration and input grids (all checked before anything is
  * written), the output schedule, snapshots in each format, maxima, gauges, checkpoints with
- * restart, the progress line and summary.json. */
+ * restart, the stop on a signal (a checkpoint to restart from), the progress line and
+ * summary.json. */
 #define _POSIX_C_SOURCE 200809L
 #include "physics/swe/swe_case.h"
 
