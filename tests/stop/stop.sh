@@ -7,7 +7,8 @@
 #           writes every later file byte for byte as the uninterrupted run (each file of that
 #           run is in the restart's directory, else in the stopped run's, and equal).
 #   mpi     the same on 2 ranks, SIGTERM sent to rank 1 alone (the ranks must agree on the step
-#           to stop after), the restart on 2 ranks; then SIGUSR1 to mpirun (forwarded): exit 3.
+#           to stop after), the restart on 2 ranks; then SIGUSR1 to mpirun (forwarded): exit 3;
+#           and the failed write of mode failed on 2 ranks (the error line prefixed "rank 0: ").
 #   second  two signals (the process held stopped while they are sent): the second ends the
 #           process by its signal at once, without summary.json.
 #   failed  a write that fails (a directory where the 300 s snapshot goes): exit code 1, summary
@@ -102,6 +103,14 @@ mpi)
   wait_for "$work/usr1/h_t000010.asc" $pid && sleep 0.5 && kill -USR1 $pid
   wait $pid
   stopped "SIGUSR1 to mpirun" $? "$work/usr1"
+  mkdir -p "$work/fail/h_t000300.asc"
+  timeout 600 mpirun --oversubscribe -np 2 "$tessera" run "$case" "${common[@]}" \
+    --set output.checkpoint_interval=100 --out "$work/fail" 2>"$work/fail.log"
+  error=$(field "$work/fail/summary.json" error)
+  check "failed on 2 ranks" $([ "$(field "$work/fail/summary.json" status)" = '"failed"' ] &&
+    [ "\"$(sed -n 's/^tessera: //p' "$work/fail.log")\"" = "$error" ] &&
+    [ "${error#\"rank 0: }" != "$error" ] && echo 0 || echo 1) \
+    "summary: status $(field "$work/fail/summary.json" status), error $error"
   ;;
 second)
   "$tessera" run "$case" "${common[@]}" --out "$work/stop" 2>"$work/stop.log" &
