@@ -21,6 +21,7 @@ tessera=$1 case=$2 work=$3 mode=$4
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 rm -rf "$work" && mkdir -p "$work" || exit 1
+# shellcheck disable=SC2054 # the commas are in values
 common=(--quiet --set time.end=600 --set output.times=10,300,600 --set output.checkpoint_interval=0)
 failures=0
 check() { # check NAME CONDITION_STATUS MESSAGE
