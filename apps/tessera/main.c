@@ -1,5 +1,7 @@
 /* The `tessera` command: run a case, benchmark a solver, describe the build. Prints errors as one
- * line "tessera: message" and exits with 2 for bad input, 1 for other failures. */
+ * line "tessera: message" and exits with 2 for bad input, 1 for other failures, and 3 when
+ * SIGTERM, SIGINT or SIGUSR1 stopped `tessera run`, which saved its state first (physics/stop.h;
+ * a second signal ends it at once, by that signal). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <netcdf.h>
@@ -15,6 +17,7 @@
 #include "physics/case.h"
 #include "physics/cli.h"
 #include "physics/model.h"
+#include "physics/stop.h"
 #include "tessera/comm.h"
 #include "tessera/gpu.h"
 #include "tessera/io.h"
@@ -44,7 +47,9 @@ static void print_usage(void) {
       "                                     its start and end, in the Chrome trace format (open\n"
       "                                     in Perfetto or chrome://tracing); rmcrt, couple = "
       "energy\n"
-      "            --quiet                  no progress line\n",
+      "            --quiet                  no progress line\n"
+      "          SIGTERM, SIGINT or SIGUSR1: stop after the step, save DIR/checkpoint_stop.tsc\n"
+      "          (swe; lbm writes its fields), exit code 3; a second signal ends it at once\n",
       stdout);
   for (int k = 0; k < n; k++)
     if (models[k]->bench)
@@ -114,8 +119,12 @@ static int cmd_run(int argc, char **argv) {
     rc = ts_cli_usage_error("run needs a case file", NULL);
   } else if (rc == 0) {
     opt.overrides = overrides;
-    ts_status st = ts_case_run(&opt);
-    if (st != TS_OK)
+    ts_status st = ts_stop_install();
+    if (st == TS_OK)
+      st = ts_case_run(&opt);
+    if (st == TS_STOPPED)
+      rc = 3;
+    else if (st != TS_OK)
       rc = ts_cli_fail(st);
   }
   free(overrides);

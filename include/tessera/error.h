@@ -14,7 +14,8 @@ typedef enum ts_status {
   TS_ERR_NOMEM = 4,    /* allocation failed */
   TS_ERR_NUMERIC = 5,  /* the simulation produced NaN or negative depth */
   TS_ERR_INTERNAL = 6, /* a bug or an unsupported request */
-  TS_ERR_PEER = 7      /* another rank failed and reported it; this rank stops quietly */
+  TS_ERR_PEER = 7,     /* another rank failed and reported it; this rank stops quietly */
+  TS_STOPPED = 8       /* not a failure: a signal stopped the run, which saved its state */
 } ts_status;
 
 /* Sets the calling thread's error message (printf format) and returns code. The message should

@@ -1,7 +1,8 @@
 /* Lattice Boltzmann case driver (lbm_case.h). Lengths in the case file (geometry, lines) are in
  * units of the box's x extent L = nx cells; velocities in lattice units, and in the outputs in
  * units of the velocity scale U ([lbm] lid_velocity). The viscosity comes from exactly one of
- * reynolds (Re = U nx / nu), viscosity, tau, or the physical length, velocity and viscosity. */
+ * reynolds (Re = U nx / nu), viscosity, tau, or the physical length, velocity and viscosity.
+ * A signal (stop.h) stops the run within 16 steps, with its fields written. */
 #include "physics/lbm/lbm_case.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "physics/stop.h"
 #include "tessera/gpu.h"
 #include "tessera/io.h"
 #include "tessera/lbm.h"
@@ -438,7 +440,7 @@ static double largest(const double *v, int64_t n) {
 typedef struct run_result {
   int64_t steps;
   double wall, change, mlups;
-  int steady;
+  int steady, stopped; /* stopped: on a signal (stop.h) */
   char png[2][64], lines[64][64];
   int npng;
   char vti[64], netcdf[64];
@@ -514,7 +516,9 @@ static ts_status write_fields(const lbm_case *k, ts_lbm *s, run_result *r) {
   return ts_comm_agree(k->comm, st);
 }
 
-static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_result *r) {
+/* end: how the run ended (TS_OK, TS_STOPPED or the failure, whose line is error). */
+static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_result *r,
+                               ts_status end, const char *error) {
   char path[4096], tmp[4200];
   snprintf(path, sizeof path, "%s/summary.json", k->out_dir);
   FILE *f = ts_open_temp(path, tmp, sizeof tmp);
@@ -525,6 +529,7 @@ static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_res
   ts_json j;
   ts_json_begin(&j, f);
   ts_json_key(&j, "model"), ts_json_string(&j, "lbm");
+  ts_stop_summary(&j, end, error, NULL); /* no checkpoints yet */
   ts_json_key(&j, "lattice"), ts_json_string(&j, lattices[k->p.lattice]);
   ts_json_key(&j, "collision"), ts_json_string(&j, collisions[k->p.collision]);
   ts_json_key(&j, "storage"), ts_json_string(&j, storages[k->p.storage]);
@@ -596,13 +601,25 @@ static void report(const lbm_case *k, FILE *out) {
   fputc('\n', out);
 }
 
+/* Steps between looks for a signal (stop.h); the steady-state checks stay every check_interval
+ * steps. */
+enum { STOP_STEPS = 16 };
+
 static ts_status run(const lbm_case *k, const ts_case_options *opt, ts_lbm *s, run_result *r) {
   double t0 = omp_get_wtime(), last = t0, change = 0;
   int tty = isatty(fileno(opt->progress));
   TS_CALL(ts_lbm_change(s, &change)); /* the reference for the first check */
   while (ts_lbm_steps(s) < k->max_steps) {
-    long left = k->max_steps - (long)ts_lbm_steps(s);
-    TS_CALL(ts_lbm_step(s, (int)(left < k->check_interval ? left : k->check_interval)));
+    TS_CALL(ts_stop_agree(k->comm, &r->stopped));
+    if (r->stopped)
+      break;
+    long done = (long)ts_lbm_steps(s);
+    long check = (done / k->check_interval + 1) * k->check_interval;
+    if (check > k->max_steps)
+      check = k->max_steps;
+    TS_CALL(ts_lbm_step(s, (int)(check - done < STOP_STEPS ? check - done : STOP_STEPS)));
+    if (ts_lbm_steps(s) < check)
+      continue;
     TS_CALL(ts_lbm_change(s, &change));
     r->change = change / k->velocity;
     double now = omp_get_wtime();
@@ -621,8 +638,11 @@ static ts_status run(const lbm_case *k, const ts_case_options *opt, ts_lbm *s, r
   r->mlups = r->wall > 0 ? (double)ts_lbm_fluid_cells(s) * (double)r->steps / r->wall / 1e6 : 0;
   if (!opt->quiet && k->root)
     fprintf(opt->progress, "%slbm: %lld steps%s, change %.3g, %.3g s, %.1f MLUPs\n",
-            tty ? "\r" : "", (long long)r->steps, r->steady ? " (steady)" : "", r->change, r->wall,
-            r->mlups);
+            tty ? "\r" : "", (long long)r->steps,
+            r->steady    ? " (steady)"
+            : r->stopped ? " (stopped on a signal)"
+                         : "",
+            r->change, r->wall, r->mlups);
   return TS_OK;
 }
 
@@ -654,14 +674,26 @@ ts_status ts_lbm_case_run(const ts_case_options *opt) {
   int lock = -1;
   if (st == TS_OK)
     st = ts_comm_agree(k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir, 0, &lock) : TS_OK);
+  int prepared = st == TS_OK;
   run_result r;
   memset(&r, 0, sizeof r);
   if (st == TS_OK)
     st = run(&k, opt, s, &r);
   if (st == TS_OK)
     st = write_fields(&k, s, &r);
+  ts_status end = st == TS_OK && r.stopped ? TS_STOPPED : st;
+  if (st == TS_OK) {
+    st = ts_comm_agree(k.comm, k.root ? write_summary(&k, s, &r, end, NULL) : TS_OK);
+  } else if (prepared) {
+    /* The failure's line goes to summary.json too; the failure stays the result. */
+    char line[1024], message[1024];
+    snprintf(message, sizeof message, "%s", ts_error_message());
+    if (ts_stop_error_line(k.comm, st, line, sizeof line) == TS_OK)
+      ts_comm_agree(k.comm, k.root ? write_summary(&k, s, &r, st, line) : TS_OK);
+    ts_error(st, "%s", message);
+  }
   if (st == TS_OK)
-    st = ts_comm_agree(k.comm, k.root ? write_summary(&k, s, &r) : TS_OK);
+    st = end;
   ts_case_release_out_dir(lock);
   ts_lbm_destroy(s);
   free_case(&k);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "physics/rmcrt/rmcrt_couple.h"
+#include "physics/stop.h"
 #include "runtime/runtime.h"
 #include "tessera/comm.h"
 #include "tessera/gpu.h"
@@ -310,11 +311,12 @@ static ts_status write_outputs(const rmcrt_case *k, const double *divq, const do
   return ts_commit_temp(f, tmp, path);
 }
 
-/* work: rays and cell crossings over all ranks; seconds: the slowest rank's tracing. The fields
- * after "ranks" are the run's layout and timings (they differ between splits). */
+/* work: rays and cell crossings over all ranks; seconds: the slowest rank's tracing; end: how
+ * the run ended (TS_OK or the failure, whose line is error). The fields after "ranks" are the
+ * run's layout and timings (they differ between splits). */
 static ts_status write_summary(const rmcrt_case *k, const ts_rmcrt *r, const int64_t work[2],
                                double seconds, double wall, double gpu_idle,
-                               const double *temperature) {
+                               const double *temperature, ts_status end, const char *error) {
   char path[4096], tmp[4200];
   snprintf(path, sizeof path, "%s/summary.json", k->out_dir);
   FILE *f = ts_open_temp(path, tmp, sizeof tmp);
@@ -323,6 +325,7 @@ static ts_status write_summary(const rmcrt_case *k, const ts_rmcrt *r, const int
   ts_json j;
   ts_json_begin(&j, f);
   ts_json_key(&j, "model"), ts_json_string(&j, "rmcrt");
+  ts_stop_summary(&j, end, error, NULL); /* one solve: no checkpoints, no stop */
   ts_json_key(&j, "cells");
   ts_json_int(&j, (int64_t)k->p.n[0] * k->p.n[1] * k->p.n[2]);
   ts_json_key(&j, "grid");
@@ -411,6 +414,7 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
   int lock = -1;
   if (st == TS_OK)
     st = ts_comm_agree(k->comm, k->root ? ts_case_prepare_out_dir(k->out_dir, 0, &lock) : TS_OK);
+  int prepared = st == TS_OK;
   ts_runtime *rt = NULL;
   if (st == TS_OK && k->coupled) {
     st = ts_runtime_create(&rt, opt->trace);
@@ -437,9 +441,20 @@ static ts_status run(rmcrt_case *k, const ts_case_options *opt) {
     st = ts_comm_max(k->comm, &seconds, 1);
   if (st == TS_OK)
     st = ts_comm_agree(k->comm, k->root ? write_outputs(k, divq, kappa, temp) : TS_OK);
-  if (st == TS_OK)
-    st = ts_comm_agree(k->comm,
-                       k->root ? write_summary(k, r, work, seconds, wall, gpu_idle, temp) : TS_OK);
+  if (st == TS_OK) {
+    st = ts_comm_agree(
+        k->comm,
+        k->root ? write_summary(k, r, work, seconds, wall, gpu_idle, temp, TS_OK, NULL) : TS_OK);
+  } else if (prepared) {
+    /* The failure's line goes to summary.json too; the failure stays the result. */
+    char line[1024], message[1024];
+    snprintf(message, sizeof message, "%s", ts_error_message());
+    if (ts_stop_error_line(k->comm, st, line, sizeof line) == TS_OK)
+      ts_comm_agree(k->comm,
+                    k->root ? write_summary(k, r, work, seconds, wall, gpu_idle, temp, st, line)
+                            : TS_OK);
+    ts_error(st, "%s", message);
+  }
   if (st == TS_OK && k->root && !opt->quiet)
     fprintf(opt->progress, "rmcrt: %zu cells x %d rays in %.3f s: %.3g rays/s, %.3g crossings/s\n",
             cells, p->rays, seconds, work[0] / seconds, work[1] / seconds);

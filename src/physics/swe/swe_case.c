@@ -1,6 +1,7 @@
 /* Shallow-water case driver: configuration and input grids (all checked before anything is
  * written), the output schedule, snapshots in each format, maxima, gauges, checkpoints with
- * restart, the progress line and summary.json. */
+ * restart, the stop on a signal (a checkpoint to restart from), the progress line and
+ * summary.json. */
 #define _POSIX_C_SOURCE 200809L
 #include "physics/swe/swe_case.h"
 
@@ -16,6 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "physics/stop.h"
 #include "tessera/buq.h"
 #include "tessera/comm.h"
 #include "tessera/config.h"
@@ -1280,12 +1282,10 @@ typedef struct checkpoint_header {
   uint64_t gauge_rows, gauge_width, solver_bytes;
 } checkpoint_header;
 
+/* The checkpoint `rel` in the output directory. */
 static ts_status write_checkpoint(const swe_case *k, const ts_swe *s, const run_state *rs,
-                                  const gauge_log *log, double tag_time, char *rel,
-                                  size_t relsize) {
-  char tag[32], path[4096], tmp[4200];
-  time_tag(tag_time, tag, sizeof tag);
-  snprintf(rel, relsize, "checkpoint_%s.tsc", tag);
+                                  const gauge_log *log, const char *rel) {
+  char path[4096], tmp[4200];
   snprintf(path, sizeof path, "%s/%s", k->out_dir, rel);
   size_t bytes;
   TS_CALL(ts_swe_checkpoint_size(s, &bytes));
@@ -1640,10 +1640,14 @@ typedef struct run_totals {
   int64_t steps_run;
 } run_totals;
 
+/* end: how the run ended (TS_OK, TS_STOPPED or the failure, whose line is error); gauge_files:
+ * the gauge files written (1: gauges.csv, 2: gauges.png, 4: gauges.nc); maxima are listed once all
+ * are written. */
 static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case_options *opt,
                                const run_state *rs, const run_totals *tot,
                                const snapshot_files *snaps, int nsnaps, const map_files *maps,
-                               char (*checkpoints)[64], int nckpt) {
+                               int gauge_files, char (*checkpoints)[64], int nckpt, ts_status end,
+                               const char *error) {
   /* Collective values first; then rank 0 writes. */
   double v_final = ts_swe_volume(s);
   int tx, ty;
@@ -1674,6 +1678,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "model"), ts_json_string(&j, "swe");
   ts_json_key(&j, "version"), ts_json_string(&j, TESSERA_VERSION);
   ts_json_key(&j, "case"), ts_json_string(&j, opt->case_path);
+  ts_stop_summary(&j, end, error, nckpt ? checkpoints[nckpt - 1] : NULL);
   ts_json_key(&j, "backend");
   ts_json_string(&j, ts_swe_backend(s) == TS_BACKEND_CUDA ? "cuda" : "cpu");
   ts_json_key(&j, "precision"), ts_json_string(&j, ts_precision_name(k->params.precision));
@@ -1713,7 +1718,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
     ts_json_null(&j);
   write_summary_snapshots(&j, k, snaps, nsnaps);
   ts_json_key(&j, "maxima");
-  if (k->maxima) {
+  if (k->maxima && maps[0].asc[0]) {
     ts_json_object_begin(&j);
     for (int m = 0; m < NMAPS; m++) {
       ts_json_key(&j, map_outputs[m].key);
@@ -1729,12 +1734,12 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
     ts_json_null(&j);
   }
   ts_json_key(&j, "gauges");
-  if (k->has_gauges)
+  if (gauge_files & 1)
     ts_json_string(&j, "gauges.csv");
   else
     ts_json_null(&j);
   ts_json_key(&j, "gauges_png");
-  if (k->has_gauges && k->formats[FMT_PNG])
+  if (gauge_files & 2)
     ts_json_string(&j, "gauges.png");
   else
     ts_json_null(&j);
@@ -1744,7 +1749,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   else
     ts_json_null(&j);
   ts_json_key(&j, "gauges_netcdf");
-  if (k->has_gauges && k->formats[FMT_NETCDF])
+  if (gauge_files & 4)
     ts_json_string(&j, "gauges.nc");
   else
     ts_json_null(&j);
@@ -1761,7 +1766,10 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
 
 /* The time loop from the solver's current state (t = 0 or a checkpoint), then the final
  * outputs. Steps are shortened only to land on output times and the end time, so a restarted
- * run takes the same steps as an uninterrupted one. */
+ * run takes the same steps as an uninterrupted one. A signal (stop.h) stops the loop after the
+ * step or device batch in progress, at a step all ranks agree on; the state is saved in
+ * checkpoint_stop.tsc, the outputs of the end are written at the time reached, and the result
+ * is TS_STOPPED. A run that fails still writes summary.json if it can. */
 static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe *s, run_state *rs,
                           gauge_log *log) {
   size_t ncells = (size_t)k->bed.ncols * k->bed.nrows;
@@ -1794,11 +1802,15 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   int64_t active = ts_swe_active_cells(s);
   while (st == TS_OK && rs->next_output < k->nout && k->out_times[rs->next_output] <= t_start) {
     st = write_output(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps], run_nc);
-    nsnaps++;
+    nsnaps += st == TS_OK;
     rs->next_output++;
   }
+  int stopped = 0;
   while (st == TS_OK && ts_swe_time(s) < k->t_end &&
          (k->max_steps == 0 || ts_swe_steps(s) < k->max_steps)) {
+    st = ts_stop_agree(k->comm, &stopped);
+    if (st != TS_OK || stopped)
+      break;
     /* Steps to the next output time, returning after a checkpoint time (several steps at once
      * where the GPU takes them without the host). */
     double target = rs->next_output < k->nout ? k->out_times[rs->next_output] : k->t_end;
@@ -1829,15 +1841,20 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     double t = ts_swe_time(s);
     while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output]) {
       st = write_output(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps], run_nc);
-      nsnaps++;
+      nsnaps += st == TS_OK;
       rs->next_output++;
     }
     if (st == TS_OK && k->checkpoint_interval > 0 && t >= rs->next_checkpoint && t < k->t_end) {
       double tag = rs->next_checkpoint;
       while (rs->next_checkpoint <= t)
         rs->next_checkpoint += k->checkpoint_interval;
-      if (nckpt < max_ckpt)
-        st = write_checkpoint(k, s, rs, log, tag, checkpoints[nckpt++], 64);
+      if (nckpt < max_ckpt) {
+        char text[32];
+        time_tag(tag, text, sizeof text);
+        snprintf(checkpoints[nckpt], 64, "checkpoint_%s.tsc", text);
+        st = write_checkpoint(k, s, rs, log, checkpoints[nckpt]);
+        nckpt += st == TS_OK;
+      }
     }
     double now = wall_now();
     if (!opt->quiet && k->root && now - last_print > (tty ? 0.5 : 10.0)) {
@@ -1851,22 +1868,55 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     if (tty)
       fputc('\n', opt->progress);
   }
+  if (st == TS_OK && stopped) {
+    snprintf(checkpoints[nckpt], 64, "checkpoint_stop.tsc");
+    st = write_checkpoint(k, s, rs, log, checkpoints[nckpt]);
+    nckpt += st == TS_OK;
+  }
   map_files maps[NMAPS];
   memset(maps, 0, sizeof maps);
-  if (st == TS_OK && k->maxima)
+  if (st == TS_OK && k->maxima) {
     st = write_maxima(k, s, work[0], maps, run_nc);
+    if (st != TS_OK)
+      memset(maps, 0, sizeof maps); /* listed once all are written */
+  }
   ts_status closed = ts_netcdf_series_close(run_nc);
   if (st == TS_OK)
     st = ts_comm_agree(k->comm, closed);
-  if (st == TS_OK && k->has_gauges)
+  int gauge_files = 0;
+  if (st == TS_OK && k->has_gauges) {
     st = ts_comm_agree(k->comm, k->root ? write_gauges(k, log) : TS_OK);
-  if (st == TS_OK && k->has_gauges && k->formats[FMT_NETCDF])
+    gauge_files |= st == TS_OK;
+  }
+  if (st == TS_OK && k->has_gauges && k->formats[FMT_NETCDF]) {
     st = ts_comm_agree(k->comm, k->root ? write_gauges_netcdf(k, log) : TS_OK);
-  if (st == TS_OK && k->has_gauges && k->formats[FMT_PNG])
+    gauge_files |= st == TS_OK ? 4 : 0;
+  }
+  if (st == TS_OK && k->has_gauges && k->formats[FMT_PNG]) {
     st = ts_comm_agree(k->comm, k->root ? plot_gauges(k, log) : TS_OK);
-  if (st == TS_OK)
+    gauge_files |= st == TS_OK ? 2 : 0;
+  }
+  if (st == TS_OK) {
     st = ts_comm_agree(k->comm,
-                       write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maps, checkpoints, nckpt));
+                       write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maps, gauge_files,
+                                     checkpoints, nckpt, stopped ? TS_STOPPED : TS_OK, NULL));
+  } else if (snaps && checkpoints) {
+    /* The failure's line goes to summary.json too; the failure stays the result. */
+    char line[1024], message[1024];
+    snprintf(message, sizeof message, "%s", ts_error_message());
+    if (ts_stop_error_line(k->comm, st, line, sizeof line) == TS_OK)
+      ts_comm_agree(k->comm, write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maps, gauge_files,
+                                           checkpoints, nckpt, st, line));
+    ts_error(st, "%s", message);
+  }
+  if (st == TS_OK && stopped) {
+    st = TS_STOPPED;
+    if (k->root)
+      fprintf(opt->progress,
+              "tessera: stopped on a signal at t = %.17g s (step %lld); continue with --restart "
+              "%s/checkpoint_stop.tsc\n",
+              ts_swe_time(s), (long long)ts_swe_steps(s), k->out_dir);
+  }
   for (int v = 0; v < 5; v++)
     free(work[v]);
   free(snaps);
