@@ -132,11 +132,11 @@ ts_status ts_netcdf_series_close(ts_netcdf_series *s);
  * multidimensional representation): dimension station with station_name (cf_role =
  * "timeseries_id"), x and y (m, projection coordinates), dimension time (seconds since the start
  * of the simulation), and one double variable (station, time) per ts_out_var, values indexed
- * t + ntimes * station; the CRS (NULL: none) as in ts_netcdf_write. Written to a temporary file
- * and renamed. */
-ts_status ts_netcdf_write_stations(const char *path, const char *crs, int nstations,
-                                   char *const *names, const double *x, const double *y,
-                                   size_t ntimes, const double *times, int nvars,
+ * t + ntimes * station; the CRS (NULL: none) as in ts_netcdf_write; time in time_units ("seconds"
+ * or "seconds since DATE"). Written to a temporary file and renamed. */
+ts_status ts_netcdf_write_stations(const char *path, const char *crs, const char *time_units,
+                                   int nstations, char *const *names, const double *x,
+                                   const double *y, size_t ntimes, const double *times, int nvars,
                                    const ts_out_var *vars);
 
 /* PNG map of water depth over hill-shaded terrain: bed and depth as for ts_out_var (NaN bed =

@@ -11,6 +11,9 @@ static const ts_config_key schema[] = {
     {"time", "cfl", "", "0.25", "Courant number, in (0, 0.5]"},
     {"time", "integrator", "", "rk2", "rk2 (second-order SSP Runge-Kutta) or euler"},
     {"time", "max_steps", "", "0", "stop after this many steps (0: no limit)"},
+    {"time", "start", "", "(none)",
+     "swe: calendar date and time (UTC) of t = 0, as 2026-01-15T06:00:00 or 2026-01-15: the "
+     "NetCDF files' time axis is then in seconds since it (else in seconds)"},
     {"time", "steps", "", "(required for lbm)", "lbm: stop after this many steps at the latest"},
     {"time", "steady_tolerance", "", "1e-5 (fp32), 1e-3 (fp16)",
      "lbm: stop when no cell's velocity changed by more than this (in units of lid_velocity) "

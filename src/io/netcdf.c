@@ -569,9 +569,9 @@ ts_status ts_netcdf_series_close(ts_netcdf_series *s) {
   return status;
 }
 
-ts_status ts_netcdf_write_stations(const char *path, const char *crs, int nstations,
-                                   char *const *names, const double *x, const double *y,
-                                   size_t ntimes, const double *times, int nvars,
+ts_status ts_netcdf_write_stations(const char *path, const char *crs, const char *time_units,
+                                   int nstations, char *const *names, const double *x,
+                                   const double *y, size_t ntimes, const double *times, int nvars,
                                    const ts_out_var *vars) {
   ts_status status = TS_OK;
   char tmp_path[4200] = "";
@@ -612,7 +612,7 @@ ts_status ts_netcdf_write_stations(const char *path, const char *crs, int nstati
   NC_CHECK(put_text(ncid, var_x, "long_name", "x coordinate of the gauge"));
   NC_CHECK(put_text(ncid, var_y, "long_name", "y coordinate of the gauge"));
   NC_CHECK(nc_def_var(ncid, "time", NC_DOUBLE, 1, &dim_time, &var_time));
-  NC_CHECK(put_text(ncid, var_time, "units", "seconds"));
+  NC_CHECK(put_text(ncid, var_time, "units", time_units));
   NC_CHECK(put_text(ncid, var_time, "standard_name", "time"));
   NC_CHECK(put_text(ncid, var_time, "long_name", "time since the start of the simulation"));
   NC_CHECK(put_text(ncid, var_time, "axis", "T"));

@@ -138,6 +138,15 @@ if command -v ncdump >/dev/null; then
   check "restart" $([ $? -eq 0 ] && ncdump whole/swe.nc >whole.cdl && ncdump cont/swe.nc >cont.cdl &&
     cmp -s whole.cdl cont.cdl && grep -q 'time = 10, 30 ;' cont.cdl && echo 0 || echo 1) \
     "restarted into its directory at 15 s: swe.nc holds t = 10 and 30 s as the uninterrupted run's $(cat cont.log)"
+  # [time] start gives the CF time axes a calendar origin; a date that does not exist is refused
+  run --set output.formats=netcdf --set time.start=2026-01-15T06:00:00 --out dated || exit 1
+  check "calendar" $(ncdump -h dated/swe.nc | grep -q 'time:units = "seconds since 2026-01-15 06:00:00"' &&
+    ncdump -h dated/gauges.nc | grep -q 'time:units = "seconds since 2026-01-15 06:00:00"' && echo 0 || echo 1) \
+    "swe.nc and gauges.nc: time in seconds since 2026-01-15 06:00:00"
+  run --set output.formats=netcdf --set time.start=2026-02-30 --out undated >undated.log 2>&1
+  rc=$?
+  check "calendar" $([ $rc -eq 2 ] && [ "$(wc -l <undated.log)" -eq 1 ] && [ ! -e undated ] && echo 0 || echo 1) \
+    "time.start=2026-02-30 refused with exit code $rc: $(cat undated.log)"
 fi
 
 # 5. On 2 ranks: rank 0 holds the lock and every rank stops.

@@ -40,6 +40,7 @@ typedef struct swe_case {
   int nlines;
   ts_swe_params params;
   double t_end;
+  char time_units[96]; /* of the NetCDF time axes: "seconds [since [time] start]" */
   long max_steps;
   char *bed_path;
   ts_raster bed, h0, hu0, hv0, friction; /* bed.crs: the case's CRS, carried to every output */
@@ -713,12 +714,37 @@ static ts_status read_parallel(swe_case *k) {
   return TS_OK;
 }
 
+/* [time] start: the calendar time of t = 0 (UTC), for the CF time units of the NetCDF files. */
+static ts_status read_start(swe_case *k) {
+  const char *text;
+  snprintf(k->time_units, sizeof k->time_units, "seconds");
+  TS_CALL(ts_config_string(k->cfg, "time", "start", "", &text));
+  if (!text[0])
+    return TS_OK;
+  int y, mo, d, h = 0, mi = 0, s = 0, end = 0, n = (int)strlen(text);
+  int date = sscanf(text, "%4d-%2d-%2d%n", &y, &mo, &d, &end) == 3 && end == 10;
+  if (date && n > 10)
+    date = (text[10] == 'T' || text[10] == ' ') &&
+           sscanf(text + 11, "%2d:%2d:%2d%n", &h, &mi, &s, &end) == 3 && end == 8 &&
+           (n == 19 || (n == 20 && text[19] == 'Z'));
+  static const int days[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (!date || y < 1 || mo < 1 || mo > 12 || d < 1 || d > days[mo - 1] || h > 23 || mi > 59 ||
+      s > 59 || h < 0 || mi < 0 || s < 0)
+    return ts_config_error(k->cfg, "time", "start",
+                           "'%s' is not a date and time as 2026-01-15T06:00:00 (UTC) or 2026-01-15",
+                           text);
+  snprintf(k->time_units, sizeof k->time_units, "seconds since %04d-%02d-%02d %02d:%02d:%02d", y,
+           mo, d, h, mi, s);
+  return TS_OK;
+}
+
 static ts_status read_case(swe_case *k, const ts_case_options *opt) {
   TS_CALL(ts_case_load(&k->cfg, opt));
 
   if (!ts_config_has(k->cfg, "time", "end"))
     return ts_error(TS_ERR_INPUT, "%s: [time] end is required", opt->case_path);
   TS_CALL(ts_config_double(k->cfg, "time", "end", 0, &k->t_end));
+  TS_CALL(read_start(k));
   if (!(k->t_end > 0))
     return ts_config_error(k->cfg, "time", "end", "must be positive");
   ts_swe_params_default(&k->params);
@@ -1149,8 +1175,8 @@ static ts_status write_gauges_netcdf(const swe_case *k, const gauge_log *log) {
                         {"v", "velocity along y", "m s-1", values + 3 * ng * n}};
   char path[4096];
   snprintf(path, sizeof path, "%s/gauges.nc", k->out_dir);
-  ts_status st = ts_netcdf_write_stations(path, k->bed.crs, k->gauges.n, k->gauges.id, k->gauges.x,
-                                          k->gauges.y, n, t, 4, vars);
+  ts_status st = ts_netcdf_write_stations(path, k->bed.crs, k->time_units, k->gauges.n,
+                                          k->gauges.id, k->gauges.x, k->gauges.y, n, t, 4, vars);
   free(t);
   free(values);
   return st;
@@ -1199,7 +1225,7 @@ static ts_status create_run_netcdf(const swe_case *k, const ts_swe *s, double *w
                              .crs = k->bed.crs,
                              .title = "Tessera shallow-water run",
                              .length_units = "m",
-                             .time_units = "seconds",
+                             .time_units = k->time_units,
                              .time_long_name = "time since the start of the simulation",
                              .time_standard = 1,
                              .use_double = k->params.precision == TS_DOUBLE,
