@@ -3,7 +3,8 @@
 # package is already there. Called by `make run`, `make test` and .ci/run.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libinih-dev libnetcdf-dev netcdf-bin libpng-dev zlib1g-dev
-          libgdal-dev gdal-bin libomp-dev libopenmpi-dev openmpi-bin clang librandom123-dev python3)
+          libgdal-dev gdal-bin libomp-dev libopenmpi-dev openmpi-bin clang librandom123-dev python3
+          python3-xarray python3-netcdf4)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
