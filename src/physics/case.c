@@ -318,9 +318,9 @@ static void remove_listed(void *ctx, const char *name) {
 /* Removes the files the summary.json in dir lists (the snapshots, maps, gauges, checkpoints and
  * other files of the run that wrote it), then the summary itself. */
 static ts_status remove_earlier_outputs(const char *dir) {
-  static const char *const keys[] = {"snapshots", "maxima", "gauges",        "gauges_png",
-                                     "netcdf",    "files",  "gauges_netcdf", "checkpoints",
-                                     NULL};
+  static const char *const keys[] = {"snapshots",     "maxima",      "gauges",
+                                     "gauges_png",    "netcdf",      "files",
+                                     "gauges_netcdf", "checkpoints", NULL};
   char path[4200];
   snprintf(path, sizeof path, "%s/summary.json", dir);
   FILE *f = fopen(path, "rb");
