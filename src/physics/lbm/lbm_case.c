@@ -791,12 +791,12 @@ ts_status ts_lbm_case_run(const ts_case_options *opt) {
     if (st != TS_OK && st != TS_ERR_NOMEM && st != TS_ERR_PEER)
       st = ts_error(st, "%s: %s", opt->case_path, ts_error_message());
   }
-  if (st == TS_OK && k.root)
-    report(&k, opt->progress);
   run_result r;
   memset(&r, 0, sizeof r);
   if (st == TS_OK && opt->restart)
     st = ts_comm_agree(k.comm, read_checkpoint(&k, opt->restart, s, &r));
+  if (st == TS_OK && k.root)
+    report(&k, opt->progress);
   int lock = -1;
   if (st == TS_OK)
     st = ts_comm_agree(
