@@ -14,12 +14,13 @@
 #   failed  a write that fails (a directory where the 300 s snapshot goes): exit code 1, summary
 #           status "failed" with the error line, checkpoint_latest the last periodic checkpoint.
 #   lbm     SIGTERM half a second after a lattice Boltzmann run of 40000 steps locked its output
-#           directory (CASE: an lbm case; checks every
-#           333 steps, so that it may stop after an odd step): exit 3, the fields, summary status
-#           "stopped" at the step reached and checkpoint_stop.tsc; a restart from it into the
-#           stopped run's directory leaves there every file of the uninterrupted run, byte for
-#           byte. A checkpoint of a shallow water run (its header), a truncated one and one of
-#           another size are refused with one line naming the file: exit 2, nothing written.
+#           directory (CASE: an lbm case; checks every 333 steps, so that it may stop after an
+#           odd step): exit 3, the fields, summary status "stopped" at the step reached and
+#           checkpoint_stop.tsc; a restart from it into the stopped run's directory leaves there
+#           every file of the uninterrupted run, byte for byte; and so does one to the first
+#           check after the stop (its max_change compares with the check before the stop). A
+#           checkpoint of a shallow water run (its header), a truncated one and one of another
+#           size are refused with one line naming the file: exit 2, nothing written.
 #   lbm-mpi the lbm stop on 2 ranks, SIGTERM to rank 1 alone (once the output directory is
 #           locked: the ranks run); the restart on 2 ranks, and on one (another split: the
 #           checkpoint does not depend on it), give the uninterrupted run's files.
@@ -182,10 +183,18 @@ lbm)
   wait $pid
   lbm_stopped "lbm" $? "$work/lbm"
   cp "$work/lbm/checkpoint_stop.tsc" "$work/stop.tsc"
+  next=$((($(field "$work/lbm/summary.json" steps) / 333 + 1) * 333))
   timeout 600 "$tessera" run "$case" "${lbm[@]}" --out "$work/lbm" \
     --restart "$work/lbm/checkpoint_stop.tsc" 2>/dev/null
   check "lbm restart" $? "exit code of the restart"
   same "lbm restart" "$work/ref" "$work/lbm"
+  # the first check after the restart compares with the velocities of the check before the stop
+  timeout 600 "$tessera" run "$case" "${lbm[@]}" --set time.steps=$next --out "$work/ref_next" \
+    2>/dev/null || check ref 1 "the reference run to step $next failed"
+  timeout 600 "$tessera" run "$case" "${lbm[@]}" --set time.steps=$next --out "$work/next" \
+    --restart "$work/stop.tsc" 2>/dev/null
+  check "lbm restart to step $next" $? "exit code of the restart"
+  same "lbm restart to step $next" "$work/ref_next" "$work/next"
   printf 'TESSERA-CKPT%0500d' 0 >"$work/swe.tsc"
   refused "swe checkpoint" "$work/swe.tsc"
   head -c 100000 "$work/stop.tsc" >"$work/short.tsc"
