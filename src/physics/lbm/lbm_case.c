@@ -819,6 +819,11 @@ ts_status ts_lbm_case_run(const ts_case_options *opt) {
       ts_comm_agree(k.comm, k.root ? write_summary(&k, opt, s, &r, st, line) : TS_OK);
     ts_error(st, "%s", message);
   }
+  if (st == TS_OK && end == TS_STOPPED && k.root)
+    fprintf(opt->progress,
+            "tessera: stopped on a signal after step %lld; continue with --restart "
+            "%s/checkpoint_stop.tsc\n",
+            (long long)r.steps, k.out_dir);
   if (st == TS_OK)
     st = end;
   ts_case_release_out_dir(lock);
