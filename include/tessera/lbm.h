@@ -9,6 +9,7 @@
 #define TESSERA_LBM_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tessera/comm.h"
 #include "tessera/decomp.h"
@@ -97,6 +98,18 @@ ts_status ts_lbm_get(ts_lbm *s, ts_lbm_var var, double *out);
 /* Collective. The largest |u| change per cell since the previous call (0 at the first): the
  * steady-state measure of the case driver; every rank gets it. */
 ts_status ts_lbm_change(ts_lbm *s, double *max_change);
+
+/* Checkpoints. The state is the step count, the populations of every node (the frame's
+ * included, in global node order) and the velocities ts_lbm_change compares with, so that a
+ * solver that loads it continues with the same bits, whatever its split and ranks. The bytes of
+ * the state (native byte order) for this lattice, storage and size: */
+int64_t ts_lbm_state_bytes(const ts_lbm *s);
+/* Collective. Writes the state to f on rank 0 (f is not used elsewhere), from its position. */
+ts_status ts_lbm_save(ts_lbm *s, FILE *f);
+/* Collective. Reads the state written by ts_lbm_save from f, open on every rank at the state's
+ * first byte (each rank reads its own nodes); TS_ERR_INPUT naming path when it is short. The
+ * caller checks that the lattice, storage and size are this solver's. */
+ts_status ts_lbm_load(ts_lbm *s, FILE *f, const char *path);
 
 /* Subdomains, and this rank's share of the split. */
 const ts_decomp *ts_lbm_decomp(const ts_lbm *s);

@@ -13,8 +13,17 @@
 #           process by its signal at once, without summary.json.
 #   failed  a write that fails (a directory where the 300 s snapshot goes): exit code 1, summary
 #           status "failed" with the error line, checkpoint_latest the last periodic checkpoint.
-#   lbm     SIGTERM to a long lattice Boltzmann run (CASE: an lbm case): exit 3, the fields and
-#           summary status "stopped" at the step reached.
+#   lbm     SIGTERM half a second after a lattice Boltzmann run of 40000 steps locked its output
+#           directory (CASE: an lbm case; checks every 333 steps, so that it may stop after an
+#           odd step): exit 3, the fields, summary status "stopped" at the step reached and
+#           checkpoint_stop.tsc; a restart from it into the stopped run's directory leaves there
+#           every file of the uninterrupted run, byte for byte; and so does one to the first
+#           check after the stop (its max_change compares with the check before the stop). A
+#           checkpoint of a shallow water run (its header), a truncated one and one of another
+#           size are refused with one line naming the file: exit 2, nothing written.
+#   lbm-mpi the lbm stop on 2 ranks, SIGTERM to rank 1 alone (once the output directory is
+#           locked: the ranks run); the restart on 2 ranks, and on one (another split: the
+#           checkpoint does not depend on it), give the uninterrupted run's files.
 # usage: stop.sh TESSERA CASE WORKDIR MODE
 set -u
 tessera=$1 case=$2 work=$3 mode=$4
@@ -68,11 +77,38 @@ same() {
   done
   check "$1" $([ -z "$differ" ] && echo 0 || echo 1) "$(ls "$2" | wc -l) files equal the uninterrupted run's${differ:+, differ:$differ}"
   local k ends=0
-  for k in status steps t_end mass_final wet_cells; do
+  for k in status steps t_end mass_final wet_cells max_change steady; do
     [ "$(field "$2/summary.json" $k)" = "$(field "$3/summary.json" $k)" ] || ends=1
   done
   check "$1" $ends "restart's summary: status $(field "$3/summary.json" status), steps $(field "$3/summary.json" steps), as the uninterrupted run's"
 }
+
+# lbm_stopped NAME RC DIR: a stopped lattice Boltzmann run's exit code, summary and files.
+lbm_stopped() {
+  local steps
+  steps=$(field "$3/summary.json" steps)
+  check "$1" $([ "$2" -eq 3 ] && echo 0 || echo 1) "exit code $2 (3: stopped, saved)"
+  check "$1" $([ "$(field "$3/summary.json" status)" = '"stopped"' ] &&
+    [ "$(field "$3/summary.json" checkpoint_latest)" = '"checkpoint_stop.tsc"' ] &&
+    [ -s "$3/checkpoint_stop.tsc" ] && [ -s "$3/flow.vti" ] &&
+    [ "${steps:-0}" -gt 0 ] && [ "$steps" -lt 40000 ] && echo 0 || echo 1) \
+    "summary: status $(field "$3/summary.json" status) after $steps steps, checkpoint_latest $(field "$3/summary.json" checkpoint_latest)"
+}
+
+# refused NAME CHECKPOINT [OPTION...]: a restart from CHECKPOINT fails with exit code 2 and one
+# line naming it, and writes nothing.
+refused() {
+  local name=$1 ckpt=$2 rc
+  shift 2
+  rm -rf "$work/bad"
+  "$tessera" run "$case" "${lbm[@]}" "$@" --out "$work/bad" --restart "$ckpt" 2>"$work/bad.log"
+  rc=$?
+  check "$name" $([ $rc -eq 2 ] && [ "$(wc -l <"$work/bad.log")" -eq 1 ] &&
+    grep -qF "$ckpt:" "$work/bad.log" && [ ! -e "$work/bad" ] && echo 0 || echo 1) \
+    "exit code $rc: $(cat "$work/bad.log")"
+}
+
+lbm=(--quiet --set time.steps=40000 --set time.steady_tolerance=0 --set time.check_interval=333)
 
 case $mode in
 swe)
@@ -140,18 +176,48 @@ failed)
     echo 0 || echo 1) "checkpoint_latest $(field "$work/fail/summary.json" checkpoint_latest)"
   ;;
 lbm)
-  "$tessera" run "$case" --quiet --set time.steps=100000000 --set time.steady_tolerance=0 \
-    --out "$work/lbm" 2>"$work/lbm.log" &
+  timeout 600 "$tessera" run "$case" "${lbm[@]}" --out "$work/ref" 2>/dev/null || check ref 1 "the reference run failed"
+  "$tessera" run "$case" "${lbm[@]}" --out "$work/lbm" 2>"$work/lbm.log" &
   pid=$!
-  sleep 2
-  kill -TERM $pid
+  wait_for "$work/lbm/.tessera.lock" $pid && sleep 0.5 && kill -TERM $pid
   wait $pid
-  rc=$?
-  check "lbm" $([ $rc -eq 3 ] && echo 0 || echo 1) "exit code $rc (3: stopped)"
-  check "lbm" $([ "$(field "$work/lbm/summary.json" status)" = '"stopped"' ] &&
-    [ -s "$work/lbm/flow.vti" ] && [ "$(field "$work/lbm/summary.json" steps)" -lt 100000000 ] &&
-    echo 0 || echo 1) \
-    "summary: status $(field "$work/lbm/summary.json" status) after $(field "$work/lbm/summary.json" steps) steps"
+  lbm_stopped "lbm" $? "$work/lbm"
+  cp "$work/lbm/checkpoint_stop.tsc" "$work/stop.tsc"
+  next=$((($(field "$work/lbm/summary.json" steps) / 333 + 1) * 333))
+  timeout 600 "$tessera" run "$case" "${lbm[@]}" --out "$work/lbm" \
+    --restart "$work/lbm/checkpoint_stop.tsc" 2>/dev/null
+  check "lbm restart" $? "exit code of the restart"
+  same "lbm restart" "$work/ref" "$work/lbm"
+  # the first check after the restart compares with the velocities of the check before the stop
+  timeout 600 "$tessera" run "$case" "${lbm[@]}" --set time.steps=$next --out "$work/ref_next" \
+    2>/dev/null || check ref 1 "the reference run to step $next failed"
+  timeout 600 "$tessera" run "$case" "${lbm[@]}" --set time.steps=$next --out "$work/next" \
+    --restart "$work/stop.tsc" 2>/dev/null
+  check "lbm restart to step $next" $? "exit code of the restart"
+  same "lbm restart to step $next" "$work/ref_next" "$work/next"
+  printf 'TESSERA-CKPT%0500d' 0 >"$work/swe.tsc"
+  refused "swe checkpoint" "$work/swe.tsc"
+  head -c 100000 "$work/stop.tsc" >"$work/short.tsc"
+  refused "truncated checkpoint" "$work/short.tsc"
+  refused "another size" "$work/stop.tsc" --set lbm.nx=64
+  ;;
+lbm-mpi)
+  timeout 600 "$tessera" run "$case" "${lbm[@]}" --out "$work/ref" 2>/dev/null || check ref 1 "the reference run failed"
+  # shellcheck disable=SC2016
+  mpirun --oversubscribe -np 2 sh -c 'echo $$ >"$0/pid.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$work" "$tessera" run "$case" "${lbm[@]}" --out "$work/lbm" >"$work/lbm.log" 2>&1 &
+  pid=$!
+  wait_for "$work/lbm/.tessera.lock" $pid && sleep 0.5 && kill -TERM "$(cat "$work/pid.1")"
+  wait $pid
+  lbm_stopped "lbm, rank 1 alone signalled" $? "$work/lbm"
+  cp -r "$work/lbm" "$work/one"
+  timeout 600 mpirun --oversubscribe -np 2 "$tessera" run "$case" "${lbm[@]}" --out "$work/lbm" \
+    --restart "$work/lbm/checkpoint_stop.tsc" 2>/dev/null
+  check "lbm restart on 2 ranks" $? "exit code of the restart"
+  same "lbm restart on 2 ranks" "$work/ref" "$work/lbm"
+  timeout 600 "$tessera" run "$case" "${lbm[@]}" --out "$work/one" \
+    --restart "$work/one/checkpoint_stop.tsc" 2>/dev/null
+  check "lbm restart on 1 rank" $? "exit code of the restart"
+  same "lbm restart on 1 rank" "$work/ref" "$work/one"
   ;;
 *)
   echo "unknown mode $mode"

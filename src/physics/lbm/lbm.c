@@ -890,7 +890,7 @@ ts_status ts_lbm_change(ts_lbm *s, double *max_change) {
     float *rho = malloc(sizeof(float) * (size_t)cells);
     float(*u)[3] = malloc(sizeof *u * (size_t)cells);
     if (!p->u_prev)
-      p->u_prev = malloc(sizeof(float) * 3 * (size_t)cells);
+      p->u_prev = calloc((size_t)cells * 3, sizeof(float)); /* 0 where solid (checkpoints) */
     if (!rho || !u || !p->u_prev) {
       st = ts_error(TS_ERR_NOMEM, "out of memory");
     } else {
@@ -915,5 +915,150 @@ ts_status ts_lbm_change(ts_lbm *s, double *max_change) {
     st = ts_comm_max(s->comm, &change, 1);
   s->have_change = 1;
   *max_change = change;
+  return st;
+}
+
+/* ------------------------------------------------------------------ checkpoints */
+
+/* The state: the step count and whether ts_lbm_change has its reference (two int64), the
+ * populations (Q planes of all nodes, x fastest) and the reference velocities (3 floats per
+ * cell, cell order). At a step boundary the owned nodes hold the whole state: the halos,
+ * periodic images and kept wall slots are filled from them before they are read again, so a
+ * solver of any split continues from it. */
+enum { STATE_HEAD = 2 * sizeof(int64_t) };
+
+int64_t ts_lbm_state_bytes(const ts_lbm *s) {
+  int64_t nodes = (int64_t)s->nodes[0] * s->nodes[1] * s->nodes[2];
+  int64_t cells = (int64_t)s->p.n[0] * s->p.n[1] * s->p.n[2];
+  return STATE_HEAD + nodes * s->k->q * (int64_t)s->k->elem + cells * 3 * (int64_t)sizeof(float);
+}
+
+/* Subdomain b's share of the state: its owned nodes' populations, its cells' velocities. */
+static int64_t share_bytes(const ts_lbm *s, int b) {
+  return ts_box_cells(&s->own[b]) * s->k->q * (int64_t)s->k->elem +
+         ts_box_cells(&s->decomp.boxes[b]) * 3 * (int64_t)sizeof(float);
+}
+
+/* Between subdomain b's packed share (buf: populations by q, z, y rows of its owned nodes, then
+ * velocities by k, j rows of its cells) and its rows in the state at `base` of f. */
+static int share_io(const ts_lbm *s, int b, char *buf, FILE *f, long base, int writing) {
+  const ts_box *o = &s->own[b], *c = &s->decomp.boxes[b];
+  int64_t e = (int64_t)s->k->elem, nodes = (int64_t)s->nodes[0] * s->nodes[1] * s->nodes[2];
+  size_t row = (size_t)(e * (o->hi[0] - o->lo[0]));
+  for (int q = 0; q < s->k->q; q++)
+    for (int z = o->lo[2]; z < o->hi[2]; z++)
+      for (int y = o->lo[1]; y < o->hi[1]; y++, buf += row) {
+        int64_t at = q * nodes + o->lo[0] + s->nodes[0] * (y + (int64_t)s->nodes[1] * z);
+        if (fseek(f, base + STATE_HEAD + (long)(at * e), SEEK_SET) != 0 ||
+            (writing ? fwrite(buf, row, 1, f) : fread(buf, row, 1, f)) != 1)
+          return 0;
+      }
+  long velocities = base + STATE_HEAD + (long)(nodes * s->k->q * e);
+  row = 3 * sizeof(float) * (size_t)(c->hi[0] - c->lo[0]);
+  for (int k = c->lo[2]; k < c->hi[2]; k++)
+    for (int j = c->lo[1]; j < c->hi[1]; j++, buf += row) {
+      int64_t at = c->lo[0] + s->p.n[0] * (j + (int64_t)s->p.n[1] * k);
+      if (fseek(f, velocities + (long)(at * 3 * (int64_t)sizeof(float)), SEEK_SET) != 0 ||
+          (writing ? fwrite(buf, row, 1, f) : fread(buf, row, 1, f)) != 1)
+        return 0;
+    }
+  return 1;
+}
+
+/* Between part p's arrays and its packed share. */
+static void share_copy(const ts_lbm *s, lbm_part *p, char *buf, int to_part) {
+  const ts_box *o = &p->own;
+  size_t e = s->k->elem, row = e * (size_t)(o->hi[0] - o->lo[0]);
+  for (int q = 0; q < s->k->q; q++)
+    for (int z = o->lo[2]; z < o->hi[2]; z++)
+      for (int y = o->lo[1]; y < o->hi[1]; y++, buf += row) {
+        char *at = (char *)p->f + e * (size_t)(q * p->plane + lbm_local(p, o->lo[0], y, z));
+        memcpy(to_part ? at : buf, to_part ? buf : at, row);
+      }
+  size_t velocities = sizeof(float) * 3 * (size_t)ts_box_cells(&s->decomp.boxes[p->sub]);
+  if (to_part)
+    memcpy(p->u_prev, buf, velocities);
+  else if (p->u_prev)
+    memcpy(buf, p->u_prev, velocities);
+  else
+    memset(buf, 0, velocities);
+}
+
+ts_status ts_lbm_save(ts_lbm *s, FILE *f) {
+  size_t *counts = calloc((size_t)s->nranks, sizeof *counts);
+  size_t mine_bytes = 0, total = 0;
+  for (int b = 0; b < s->decomp.count; b++) {
+    size_t bytes = (size_t)share_bytes(s, b);
+    total += bytes;
+    if (counts)
+      counts[s->sub_rank[b]] += bytes;
+    if (s->sub_rank[b] == s->rank)
+      mine_bytes += bytes;
+  }
+  char *mine = malloc(mine_bytes + 1), *all = s->rank == 0 ? malloc(total) : NULL;
+  ts_status st = counts && mine && (s->rank != 0 || all)
+                     ? TS_OK
+                     : ts_error(TS_ERR_NOMEM, "out of memory for a checkpoint");
+  char *w = mine;
+  for (int k = 0; k < s->nparts && st == TS_OK; k++) {
+    if (s->k->to_host)
+      s->k->to_host(&s->parts[k]);
+    share_copy(s, &s->parts[k], w, 0);
+    w += share_bytes(s, s->parts[k].sub);
+  }
+  st = ts_comm_agree(s->comm, st);
+  if (st == TS_OK)
+    st = ts_comm_gather(s->comm, mine, counts, all, 0);
+  if (st == TS_OK && s->rank == 0) {
+    long base = ftell(f);
+    int64_t head[2] = {s->steps, s->have_change};
+    int ok = base >= 0 && fwrite(head, sizeof head, 1, f) == 1;
+    const char *r = all;
+    for (int rank = 0; rank < s->nranks && ok; rank++)
+      for (int b = 0; b < s->decomp.count && ok; b++)
+        if (s->sub_rank[b] == rank) {
+          ok = share_io(s, b, (char *)r, f, base, 1);
+          r += share_bytes(s, b);
+        }
+    if (!ok || fseek(f, base + (long)ts_lbm_state_bytes(s), SEEK_SET) != 0)
+      st = ts_error(TS_ERR_IO, "lbm: cannot write the checkpoint");
+  }
+  free(counts);
+  free(mine);
+  free(all);
+  return ts_comm_agree(s->comm, st);
+}
+
+ts_status ts_lbm_load(ts_lbm *s, FILE *f, const char *path) {
+  long base = ftell(f);
+  int64_t head[2];
+  ts_status st = TS_OK;
+  if (base < 0 || fread(head, sizeof head, 1, f) != 1)
+    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
+  else if (head[0] < 0 || (head[1] != 0 && head[1] != 1))
+    st = ts_error(TS_ERR_INPUT, "%s: checkpoint is corrupt (step count %lld)", path,
+                  (long long)head[0]);
+  for (int k = 0; k < s->nparts && st == TS_OK; k++) {
+    lbm_part *p = &s->parts[k];
+    int64_t cells = ts_box_cells(&s->decomp.boxes[p->sub]);
+    char *buf = malloc((size_t)share_bytes(s, p->sub));
+    if (!p->u_prev)
+      p->u_prev = calloc((size_t)cells * 3, sizeof(float));
+    if (!buf || !p->u_prev)
+      st = ts_error(TS_ERR_NOMEM, "out of memory reading %s", path);
+    else if (!share_io(s, p->sub, buf, f, base, 0))
+      st = ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated", path);
+    if (st == TS_OK) {
+      share_copy(s, p, buf, 1);
+      if (s->k->to_device)
+        s->k->to_device(p);
+    }
+    free(buf);
+  }
+  st = ts_comm_agree(s->comm, st);
+  if (st == TS_OK) {
+    s->steps = head[0];
+    s->have_change = (int)head[1];
+  }
   return st;
 }

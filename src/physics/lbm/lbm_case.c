@@ -2,9 +2,11 @@
  * units of the box's x extent L = nx cells; velocities in lattice units, and in the outputs in
  * units of the velocity scale U ([lbm] lid_velocity). The viscosity comes from exactly one of
  * reynolds (Re = U nx / nu), viscosity, tau, or the physical length, velocity and viscosity.
- * A signal (stop.h) stops the run within 16 steps, with its fields written. */
+ * A signal (stop.h) stops the run within 16 steps, with its fields and checkpoint_stop.tsc
+ * written; --restart continues from such a checkpoint. */
 #include "physics/lbm/lbm_case.h"
 
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -441,6 +443,7 @@ typedef struct run_result {
   int64_t steps;
   double wall, change, mlups;
   int steady, stopped; /* stopped: on a signal (stop.h) */
+  char checkpoint[64]; /* written by this run, or "" */
   char png[2][64], lines[64][64];
   int npng;
   char vti[64], netcdf[64];
@@ -517,8 +520,8 @@ static ts_status write_fields(const lbm_case *k, ts_lbm *s, run_result *r) {
 }
 
 /* end: how the run ended (TS_OK, TS_STOPPED or the failure, whose line is error). */
-static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_result *r,
-                               ts_status end, const char *error) {
+static ts_status write_summary(const lbm_case *k, const ts_case_options *opt, const ts_lbm *s,
+                               const run_result *r, ts_status end, const char *error) {
   char path[4096], tmp[4200];
   snprintf(path, sizeof path, "%s/summary.json", k->out_dir);
   FILE *f = ts_open_temp(path, tmp, sizeof tmp);
@@ -529,7 +532,7 @@ static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_res
   ts_json j;
   ts_json_begin(&j, f);
   ts_json_key(&j, "model"), ts_json_string(&j, "lbm");
-  ts_stop_summary(&j, end, error, NULL); /* no checkpoints yet */
+  ts_stop_summary(&j, end, error, r->checkpoint);
   ts_json_key(&j, "lattice"), ts_json_string(&j, lattices[k->p.lattice]);
   ts_json_key(&j, "collision"), ts_json_string(&j, collisions[k->p.collision]);
   ts_json_key(&j, "storage"), ts_json_string(&j, storages[k->p.storage]);
@@ -548,6 +551,11 @@ static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_res
     ts_json_key(&j, "dx_m"), ts_json_number(&j, dx);
     ts_json_key(&j, "dt_s"), ts_json_number(&j, dt);
   }
+  ts_json_key(&j, "restart_from");
+  if (opt->restart)
+    ts_json_string(&j, opt->restart);
+  else
+    ts_json_null(&j);
   ts_json_key(&j, "steps"), ts_json_int(&j, r->steps);
   ts_json_key(&j, "steady"), ts_json_bool(&j, r->steady);
   ts_json_key(&j, "max_change"), ts_json_number(&j, r->change);
@@ -580,8 +588,116 @@ static ts_status write_summary(const lbm_case *k, const ts_lbm *s, const run_res
     ts_json_string(&j, r->lines[l]);
   ts_json_array_end(&j);
   ts_json_object_end(&j);
+  ts_json_key(&j, "checkpoints");
+  ts_json_array_begin(&j);
+  if (r->checkpoint[0])
+    ts_json_string(&j, r->checkpoint);
+  ts_json_array_end(&j);
   ts_json_end(&j);
   return ts_commit_temp(f, tmp, path);
+}
+
+/* ------------------------------------------------------------------ checkpoints */
+
+/* A checkpoint file holds, in the byte order of the machine that wrote it: the magic
+ * "TESSERA-LBMC", a format version, the lattice, storage and cells (checked on restart), the
+ * last change reported, and the solver's state (ts_lbm_save). */
+static const char checkpoint_magic[12] = {'T', 'E', 'S', 'S', 'E', 'R',
+                                          'A', '-', 'L', 'B', 'M', 'C'};
+static const char swe_magic[12] = {'T', 'E', 'S', 'S', 'E', 'R', 'A', '-', 'C', 'K', 'P', 'T'};
+enum { CHECKPOINT_VERSION = 1 };
+
+typedef struct checkpoint_header {
+  char magic[12];
+  int32_t version, lattice, storage, n[3];
+  double change;
+  uint64_t state_bytes;
+} checkpoint_header;
+
+/* checkpoint_stop.tsc in the output directory (r->checkpoint its name once written). */
+static ts_status write_checkpoint(const lbm_case *k, ts_lbm *s, run_result *r) {
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/checkpoint_stop.tsc", k->out_dir);
+  FILE *f = NULL;
+  ts_status st = TS_OK;
+  if (k->root) {
+    f = ts_open_temp(path, tmp, sizeof tmp);
+    if (!f)
+      st = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+  }
+  if (f) {
+    checkpoint_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, checkpoint_magic, sizeof h.magic);
+    h.version = CHECKPOINT_VERSION;
+    h.lattice = (int32_t)k->p.lattice;
+    h.storage = (int32_t)k->p.storage;
+    for (int a = 0; a < 3; a++)
+      h.n[a] = k->p.n[a];
+    h.change = r->change;
+    h.state_bytes = (uint64_t)ts_lbm_state_bytes(s);
+    if (fwrite(&h, sizeof h, 1, f) != 1)
+      st = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+  }
+  st = ts_comm_agree(k->comm, st);
+  if (st == TS_OK)
+    st = ts_lbm_save(s, f);
+  if (f && st == TS_OK)
+    st = ts_commit_temp(f, tmp, path); /* reports a failed write */
+  else if (f) {
+    fclose(f);
+    remove(tmp);
+  }
+  st = ts_comm_agree(k->comm, st);
+  if (st == TS_OK)
+    snprintf(r->checkpoint, sizeof r->checkpoint, "checkpoint_stop.tsc");
+  return st;
+}
+
+/* Checks the header of the checkpoint at path and takes the last change from it (bad input on
+ * error: another model's or case's checkpoint, a truncated file, not a checkpoint); f is left
+ * at the solver's state. */
+static ts_status read_header(const lbm_case *k, const char *path, FILE *f, const ts_lbm *s,
+                             run_result *r) {
+  checkpoint_header h;
+  if (fread(&h, sizeof h, 1, f) != 1)
+    return ts_error(TS_ERR_INPUT, "%s: not a Tessera lattice Boltzmann checkpoint", path);
+  if (memcmp(h.magic, swe_magic, sizeof h.magic) == 0)
+    return ts_error(TS_ERR_INPUT,
+                    "%s: a shallow water (swe) checkpoint: this case is lattice Boltzmann", path);
+  if (memcmp(h.magic, checkpoint_magic, sizeof h.magic) != 0)
+    return ts_error(TS_ERR_INPUT, "%s: not a Tessera lattice Boltzmann checkpoint", path);
+  if (h.version != CHECKPOINT_VERSION)
+    return ts_error(TS_ERR_INPUT, "%s: checkpoint format version %d, this build reads %d", path,
+                    (int)h.version, CHECKPOINT_VERSION);
+  if (h.lattice != (int32_t)k->p.lattice || h.storage != (int32_t)k->p.storage ||
+      h.n[0] != k->p.n[0] || h.n[1] != k->p.n[1] || h.n[2] != k->p.n[2])
+    return ts_error(TS_ERR_INPUT,
+                    "%s: checkpoint of %s %s on %d x %d x %d cells, this case is %s %s on "
+                    "%d x %d x %d cells",
+                    path, h.lattice == TS_LBM_D3Q19 ? "D3Q19" : "D2Q9",
+                    h.storage == TS_LBM_FP16 ? "fp16" : "fp32", (int)h.n[0], (int)h.n[1],
+                    (int)h.n[2], k->p.lattice == TS_LBM_D3Q19 ? "D3Q19" : "D2Q9",
+                    k->p.storage == TS_LBM_FP16 ? "fp16" : "fp32", k->p.n[0], k->p.n[1], k->p.n[2]);
+  long start = ftell(f);
+  if (h.state_bytes != (uint64_t)ts_lbm_state_bytes(s) || start < 0 || fseek(f, 0, SEEK_END) != 0 ||
+      ftell(f) != start + (long)h.state_bytes || fseek(f, start, SEEK_SET) != 0)
+    return ts_error(TS_ERR_INPUT, "%s: checkpoint is truncated or has trailing data", path);
+  r->change = h.change;
+  return TS_OK;
+}
+
+/* Collective: every rank reads its nodes of the checkpoint at path into the solver. */
+static ts_status read_checkpoint(const lbm_case *k, const char *path, ts_lbm *s, run_result *r) {
+  FILE *f = fopen(path, "rb");
+  ts_status st = f ? read_header(k, path, f, s, r)
+                   : ts_error(TS_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+  st = ts_comm_agree(k->comm, st);
+  if (st == TS_OK)
+    st = ts_lbm_load(s, f, path);
+  if (f)
+    fclose(f);
+  return st;
 }
 
 /* ------------------------------------------------------------------ the run */
@@ -605,10 +721,15 @@ static void report(const lbm_case *k, FILE *out) {
  * steps. */
 enum { STOP_STEPS = 16 };
 
+/* The steps from the solver's current state (step 0, or a checkpoint's with its reference for
+ * the next check): checks every check_interval steps counted from step 0, so that a restarted
+ * run checks and ends where the uninterrupted one does. */
 static ts_status run(const lbm_case *k, const ts_case_options *opt, ts_lbm *s, run_result *r) {
   double t0 = omp_get_wtime(), last = t0, change = 0;
+  int64_t first = ts_lbm_steps(s);
   int tty = isatty(fileno(opt->progress));
-  TS_CALL(ts_lbm_change(s, &change)); /* the reference for the first check */
+  if (!opt->restart)
+    TS_CALL(ts_lbm_change(s, &change)); /* the reference for the first check */
   while (ts_lbm_steps(s) < k->max_steps) {
     TS_CALL(ts_stop_agree(k->comm, &r->stopped));
     if (r->stopped)
@@ -635,7 +756,8 @@ static ts_status run(const lbm_case *k, const ts_case_options *opt, ts_lbm *s, r
   }
   r->steps = ts_lbm_steps(s);
   r->wall = omp_get_wtime() - t0;
-  r->mlups = r->wall > 0 ? (double)ts_lbm_fluid_cells(s) * (double)r->steps / r->wall / 1e6 : 0;
+  r->mlups =
+      r->wall > 0 ? (double)ts_lbm_fluid_cells(s) * (double)(r->steps - first) / r->wall / 1e6 : 0;
   if (!opt->quiet && k->root)
     fprintf(opt->progress, "%slbm: %lld steps%s, change %.3g, %.3g s, %.1f MLUPs\n",
             tty ? "\r" : "", (long long)r->steps,
@@ -669,29 +791,39 @@ ts_status ts_lbm_case_run(const ts_case_options *opt) {
     if (st != TS_OK && st != TS_ERR_NOMEM && st != TS_ERR_PEER)
       st = ts_error(st, "%s: %s", opt->case_path, ts_error_message());
   }
+  run_result r;
+  memset(&r, 0, sizeof r);
+  if (st == TS_OK && opt->restart)
+    st = ts_comm_agree(k.comm, read_checkpoint(&k, opt->restart, s, &r));
   if (st == TS_OK && k.root)
     report(&k, opt->progress);
   int lock = -1;
   if (st == TS_OK)
-    st = ts_comm_agree(k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir, 0, &lock) : TS_OK);
+    st = ts_comm_agree(
+        k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir, opt->restart != NULL, &lock) : TS_OK);
   int prepared = st == TS_OK;
-  run_result r;
-  memset(&r, 0, sizeof r);
   if (st == TS_OK)
     st = run(&k, opt, s, &r);
+  if (st == TS_OK && r.stopped)
+    st = write_checkpoint(&k, s, &r);
   if (st == TS_OK)
     st = write_fields(&k, s, &r);
   ts_status end = st == TS_OK && r.stopped ? TS_STOPPED : st;
   if (st == TS_OK) {
-    st = ts_comm_agree(k.comm, k.root ? write_summary(&k, s, &r, end, NULL) : TS_OK);
+    st = ts_comm_agree(k.comm, k.root ? write_summary(&k, opt, s, &r, end, NULL) : TS_OK);
   } else if (prepared) {
     /* The failure's line goes to summary.json too; the failure stays the result. */
     char line[1024], message[1024];
     snprintf(message, sizeof message, "%s", ts_error_message());
     if (ts_stop_error_line(k.comm, st, line, sizeof line) == TS_OK)
-      ts_comm_agree(k.comm, k.root ? write_summary(&k, s, &r, st, line) : TS_OK);
+      ts_comm_agree(k.comm, k.root ? write_summary(&k, opt, s, &r, st, line) : TS_OK);
     ts_error(st, "%s", message);
   }
+  if (st == TS_OK && end == TS_STOPPED && k.root)
+    fprintf(opt->progress,
+            "tessera: stopped on a signal after step %lld; continue with --restart "
+            "%s/checkpoint_stop.tsc\n",
+            (long long)r.steps, k.out_dir);
   if (st == TS_OK)
     st = end;
   ts_case_release_out_dir(lock);

@@ -102,12 +102,14 @@ typedef struct lbm_kernels {
   void (*moments)(const lbm_part *p, const lbm_consts *k, int odd, int64_t node, float *rho,
                   float u[3]);
   /* GPU backends (NULL on the CPU): the device side of a part from its host arrays, freed by
-   * release; to_host copies the populations down for host code (moments); sync waits for the
-   * part's queued work; periodic refreshes the images (forward) or sends what was pushed into
-   * them on to their partners; keep saves or restores the wall slots of subdomain borders. */
+   * release; to_host copies the populations down for host code (moments), to_device up (after
+   * a checkpoint is loaded); sync waits for the part's queued work; periodic refreshes the
+   * images (forward) or sends what was pushed into them on to their partners; keep saves or
+   * restores the wall slots of subdomain borders. */
   ts_status (*attach)(lbm_part *p, int device);
   void (*release)(lbm_part *p);
   void (*to_host)(lbm_part *p);
+  void (*to_device)(lbm_part *p);
   void (*sync)(lbm_part *p);
   void (*periodic)(lbm_part *p, int forward);
   void (*keep)(lbm_part *p, int restore);

@@ -295,6 +295,14 @@ static void gpu_to_host(lbm_part *p) {
   check(cudaStreamSynchronize(g->stream), "copy of the populations");
 }
 
+static void gpu_to_device(lbm_part *p) {
+  lbm_gpu *g = use(p);
+  check(cudaMemcpyAsync(g->f, p->f, (size_t)p->plane * LBM_Q * sizeof(lbm_store),
+                        cudaMemcpyHostToDevice, g->stream),
+        "copy of the populations");
+  check(cudaStreamSynchronize(g->stream), "copy of the populations");
+}
+
 static void gpu_release(lbm_part *p) {
   lbm_gpu *g = gpu_of(p);
   if (!g)
@@ -416,6 +424,7 @@ extern "C" const lbm_kernels LBM_KERNELS = {
     .attach = gpu_attach,
     .release = gpu_release,
     .to_host = gpu_to_host,
+    .to_device = gpu_to_device,
     .sync = gpu_sync,
     .periodic = gpu_periodic,
     .keep = gpu_keep,
