@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first] [CTEST_REGEX]
+#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -462,6 +462,74 @@ if [ "$what" = malpasset-first ]; then
     [ -n "${found:-}" ] && break
   done 2>&1 | tee "$out/malpasset_first.log"
   rm -rf "$out"/first_*
+fi
+
+# Where a Malpasset 10 m step's time goes at the flood's widest (issue 21's 1.7x): a checkpoint
+# at 3000 s from GPU 0; from it to 3500 s on GPU 0 and on every GPU in one process (balance off),
+# wall times in the loop; then 3000 to 3002 s under Nsight Compute (each kernel's duration, one
+# GPU and two): the sum of kernel time per step against the step's wall time.
+if [ "$what" = malpasset-profile ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  mal=(--quiet --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" --set output.formats=asc
+    --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set parallel.backend=cuda)
+  "$T" run "$m/malpasset.ini" "${mal[@]}" --set parallel.devices=0 --set time.end=3001 \
+    --set output.times=3000 --set output.checkpoint_interval=3000 --out /tmp/prof_start
+  ck=/tmp/prof_start/checkpoint_t003000.tsc
+  {
+    for run in "1gpu|--set parallel.devices=0" "allgpus|--set parallel.devices=$devs --set parallel.balance=off"; do
+      # shellcheck disable=SC2086
+      "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} --restart $ck --set time.end=3500 \
+        --set output.times=3500 --out "/tmp/prof_${run%%|*}"
+      echo "== malpasset 10 m 3000-3500 s, ${run%%|*}: $(grep -E '"(wall_s|steps)"' \
+        "/tmp/prof_${run%%|*}/summary.json" | tr -d ' \n')"
+    done
+    cmp /tmp/prof_1gpu/max_h.asc /tmp/prof_allgpus/max_h.asc && echo "the same max_h.asc"
+    for run in "1gpu|--set parallel.devices=0" "allgpus|--set parallel.devices=$devs --set parallel.balance=off"; do
+      echo "== kernels, 3000-3002 s, ${run%%|*}"
+      # shellcheck disable=SC2086
+      ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+        "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} --restart $ck --set time.end=3002 \
+        --set output.times=3002 --out "/tmp/prof_ncu_${run%%|*}" |
+        grep -E "^  [a-zA-Z_]|gpu__time_duration|invocations" | cut -c1-160
+      grep -E '"steps"' "/tmp/prof_ncu_${run%%|*}/summary.json"
+    done
+  } 2>&1 | tee "$out/malpasset_profile.log"
+fi
+
+# Malpasset 10 m, 4000 s, float, one output time: how the split over two GPUs costs (issue 21's
+# 1.7x): GPU 0; two parts on GPU 0 (the split without peer copies); both GPUs split into columns
+# (the halo a column: strided copies) and into rows (contiguous); and the default (balance auto).
+# Each run's loop time, the part of it spent writing, steps; the max_h.asc of each against GPU 0's.
+if [ "$what" = malpasset-split ]; then
+  m=$root/examples/malpasset
+  d=$m/data
+  mal=(--quiet --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" --set output.formats=asc
+    --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set parallel.backend=cuda
+    --set output.times=4000)
+  {
+    for run in "1gpu|--set parallel.devices=0" \
+      "1gpu_2parts|--set parallel.devices=0 --set parallel.subdomains=2 --set parallel.balance=off" \
+      "2gpus_columns|--set parallel.devices=$devs --set parallel.balance=off --set parallel.decomposition=columns" \
+      "2gpus_rows|--set parallel.devices=$devs --set parallel.balance=off --set parallel.decomposition=rows" \
+      "2gpus_auto|--set parallel.devices=$devs" ${SPLIT_RUNS:-}; do
+      # shellcheck disable=SC2086
+      "$T" run "$m/malpasset.ini" "${mal[@]}" ${run#*|} --out "/tmp/split_${run%%|*}"
+      echo "== malpasset 10 m, ${run%%|*}: $(grep -E '"(wall_s|output_s|steps)"' \
+        "/tmp/split_${run%%|*}/summary.json" | tr -d ' \n')"
+      cmp -s /tmp/split_1gpu/max_h.asc "/tmp/split_${run%%|*}/max_h.asc" || echo "max_h.asc differs from GPU 0's"
+    done
+  } 2>&1 | tee "$out/malpasset_split.log"
+fi
+
+# The stop on a signal with the GPU backend (issue 22): the lattice Boltzmann stop and restart of
+# tests/stop/stop.sh on GPU 0 and on two ranks with a GPU each (a longer run: GPU steps are fast).
+if [ "$what" = stop-gpu ]; then
+  for mode in lbm lbm-mpi; do
+    TESSERA_BACKEND=cuda LBM_STOP_STEPS=400000 bash "$root/tests/stop/stop.sh" "$T" \
+      "$root/examples/cavity2d/cavity2d.ini" "/tmp/stop_$mode" $mode
+    echo "== stop.sh $mode on the GPU: exit $?"
+  done 2>&1 | tee "$out/stop_gpu.log"
 fi
 
 # The 1.45 M-cell circular dam break of buq-gpus on GPU 0 (issue 18): steps on the device (one

@@ -186,8 +186,9 @@ typedef struct ts_swe_run {
 /* Collective. Takes up to max_steps (at most TS_SWE_ADVANCE_MAX) steps towards `target` > time:
  * a step that would pass it is shortened to land on it, and the steps end there or after the
  * first one that reaches `stop`. The same steps as ts_swe_step with dt_max = target - time,
- * taken one by one; a GPU process with the whole grid takes them all on the device (a CUDA
- * graph per step, the time step computed there) and the host looks only at the end. Fails
+ * taken one by one; GPU parts take them all on the devices (a CUDA graph per step, the time
+ * step computed there; the parts of one process, or one part per rank exchanging through NCCL)
+ * and the host looks only at the end. Fails
  * with TS_ERR_NUMERIC if the state becomes non-finite. */
 ts_status ts_swe_advance(ts_swe *s, double target, double stop, int max_steps, ts_swe_run *out);
 

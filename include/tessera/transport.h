@@ -39,6 +39,11 @@ ts_status ts_transport_open(const ts_comm *c, int device, ts_transport_kind want
  * all-reduce. Only with the nccl transport open. */
 ts_status ts_transport_max(void *device_buf, int count, int bytes, void *stream);
 
+/* The stream of the open transport's packs, messages and unpacks (a cudaStream_t), NULL when
+ * none is open. While it is being captured into a CUDA graph the transport does not wait for
+ * it: the captured work that follows the exchange waits for it instead. */
+void *ts_transport_stream(void);
+
 /* Frees the transport (collective). */
 void ts_transport_close(void);
 

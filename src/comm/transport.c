@@ -242,7 +242,12 @@ static ts_status t_wait(void) {
 
 static ts_status t_done(void) {
   cudaSetDevice(T.device);
-  cudaError_t e = cudaStreamSynchronize(T.stream);
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(T.stream, &capture);
+  if (e == cudaSuccess && capture == cudaStreamCaptureStatusActive)
+    return TS_OK; /* recorded: what follows in the graph waits for the stream */
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(T.stream);
   return e == cudaSuccess ? TS_OK : cuda_fail(e, "halo exchange");
 }
 
@@ -342,6 +347,8 @@ ts_status ts_transport_max(void *device_buf, int count, int bytes, void *stream)
   return ts_error(TS_ERR_INTERNAL, "transport: a device all-reduce needs the nccl transport");
 }
 
+void *ts_transport_stream(void) { return T.open ? (void *)T.stream : NULL; }
+
 void ts_transport_close(void) {
   if (!T.open)
     return;
@@ -375,6 +382,8 @@ ts_status ts_transport_max(void *device_buf, int count, int bytes, void *stream)
   (void)device_buf, (void)count, (void)bytes, (void)stream;
   return ts_error(TS_ERR_INTERNAL, "transport: a device all-reduce needs the nccl transport");
 }
+
+void *ts_transport_stream(void) { return NULL; }
 
 void ts_transport_close(void) {}
 

@@ -13,7 +13,7 @@
 #           process by its signal at once, without summary.json.
 #   failed  a write that fails (a directory where the 300 s snapshot goes): exit code 1, summary
 #           status "failed" with the error line, checkpoint_latest the last periodic checkpoint.
-#   lbm     SIGTERM half a second after a lattice Boltzmann run of 40000 steps locked its output
+#   lbm     SIGTERM half a second after a lattice Boltzmann run of 40000 steps (LBM_STOP_STEPS) locked its output
 #           directory (CASE: an lbm case; checks every 333 steps, so that it may stop after an
 #           odd step): exit 3, the fields, summary status "stopped" at the step reached and
 #           checkpoint_stop.tsc; a restart from it into the stopped run's directory leaves there
@@ -91,7 +91,7 @@ lbm_stopped() {
   check "$1" $([ "$(field "$3/summary.json" status)" = '"stopped"' ] &&
     [ "$(field "$3/summary.json" checkpoint_latest)" = '"checkpoint_stop.tsc"' ] &&
     [ -s "$3/checkpoint_stop.tsc" ] && [ -s "$3/flow.vti" ] &&
-    [ "${steps:-0}" -gt 0 ] && [ "$steps" -lt 40000 ] && echo 0 || echo 1) \
+    [ "${steps:-0}" -gt 0 ] && [ "$steps" -lt "${LBM_STOP_STEPS:-40000}" ] && echo 0 || echo 1) \
     "summary: status $(field "$3/summary.json" status) after $steps steps, checkpoint_latest $(field "$3/summary.json" checkpoint_latest)"
 }
 
@@ -108,7 +108,7 @@ refused() {
     "exit code $rc: $(cat "$work/bad.log")"
 }
 
-lbm=(--quiet --set time.steps=40000 --set time.steady_tolerance=0 --set time.check_interval=333)
+lbm=(--quiet --set time.steps=${LBM_STOP_STEPS:-40000} --set time.steady_tolerance=0 --set time.check_interval=333)
 
 case $mode in
 swe)

@@ -384,14 +384,16 @@ static ts_status make_plan(ts_lbm *s, ts_halo_plan **plan, const uint32_t *masks
 static ts_status exchange_start(ts_lbm *s, ts_halo_plan *plan) {
   if (!ts_halo_moves(plan))
     return TS_OK;
-  for (int k = 0; k < s->nparts && s->k->sync; k++) {
-    if (!s->recording) {
-      s->k->sync(&s->parts[k]);
-      continue;
-    }
+  for (int k = 0; k < s->nparts && s->k->sync && !s->recording; k++)
+    s->k->sync(&s->parts[k]);
+#if TESSERA_HAVE_CUDA
+  for (int k = 0; k < s->nparts && s->recording; k++) {
     for (int q = 0; q < s->nparts; q++)
-      s->k->halo_after(&s->parts[q], s->parts[k].device);
+      s->k->stream_after(&s->parts[q], ts_gpu_halo_stream(s->parts[k].device));
+    if (s->rank_stream)
+      s->k->stream_after(&s->parts[k], s->rank_stream);
   }
+#endif
   return ts_halo_start(plan, s->fields, s->fields);
 }
 
@@ -399,9 +401,12 @@ static ts_status exchange_finish(ts_lbm *s, ts_halo_plan *plan) {
   if (!ts_halo_moves(plan))
     return TS_OK;
   TS_CALL(ts_halo_finish(plan, s->fields));
-  for (int k = 0; k < s->nparts && s->recording; k++)
-    s->k->halo_before(&s->parts[k]);
 #if TESSERA_HAVE_CUDA
+  for (int k = 0; k < s->nparts && s->recording; k++) {
+    s->k->after_stream(&s->parts[k], ts_gpu_halo_stream(s->parts[k].device));
+    if (s->rank_stream)
+      s->k->after_stream(&s->parts[k], s->rank_stream);
+  }
   if (s->p.cuda && !s->recording)
     ts_gpu_halo_wait();
 #endif
@@ -593,6 +598,8 @@ static ts_status create(ts_lbm *s) {
       ts_status opened = ts_transport_open(s->comm, device, s->p.transport, &transport, &chosen);
       s->transport_open = opened == TS_OK; /* closed at destroy even when another rank failed */
       TS_CALL(ts_comm_agree(s->comm, opened));
+      if (chosen == TS_TRANSPORT_NCCL) /* on a stream: its messages go in the pairs' graph */
+        s->rank_stream = ts_transport_stream();
     }
     for (int i = 0; i < 3; i++) {
       ts_halo_set_copier(plans[i], ts_gpu_copy_box);
@@ -686,12 +693,12 @@ static ts_status one_step(ts_lbm *s) {
   return TS_OK;
 }
 
-/* Several GPU parts in this process (no ranks to exchange with) take pairs of steps as one CUDA
- * graph: the same kernels and copies in the same order as the host's steps, with the waits
- * between them queued on the devices. */
+/* Several GPU parts in this process, or GPU parts of ranks that exchange through NCCL, take
+ * pairs of steps as one CUDA graph: the same kernels, copies and messages in the same order as
+ * the host's steps, with the waits between them queued on the devices. */
 #if TESSERA_HAVE_CUDA
 static int pairs_on_devices(const ts_lbm *s) {
-  return s->p.cuda && s->nranks == 1 && s->nparts > 1 && s->k->stream;
+  return s->p.cuda && s->k->stream && (s->nranks == 1 ? s->nparts > 1 : s->rank_stream != NULL);
 }
 
 static ts_status record_pair(ts_lbm *s) {

@@ -113,14 +113,15 @@ typedef struct lbm_kernels {
   void (*sync)(lbm_part *p);
   void (*periodic)(lbm_part *p, int forward);
   void (*keep)(lbm_part *p, int restore);
-  /* Steps ordered on the devices (the GPU parts of one process as one CUDA graph): the part's
-   * stream; order makes p's queued work from now on wait for `after`'s queued so far;
-   * halo_after makes the halo copies to `device` wait for p's work; halo_before makes p's work
-   * wait for the halo copies to its device. */
+  /* Steps ordered on the devices (pairs of steps as one CUDA graph): the part's stream; order
+   * makes p's queued work from now on wait for `after`'s queued so far; stream_after makes the
+   * work queued from now on on `stream` (of any device: the halo copies to a device, the
+   * transport's packs and messages) wait for p's; after_stream makes p's wait for what is queued
+   * on `stream` (a stream of p's device). */
   void *(*stream)(lbm_part *p);
   void (*order)(lbm_part *p, lbm_part *after);
-  void (*halo_after)(lbm_part *p, int device);
-  void (*halo_before)(lbm_part *p);
+  void (*stream_after)(lbm_part *p, void *stream);
+  void (*after_stream)(lbm_part *p, void *stream);
 } lbm_kernels;
 
 extern const lbm_kernels lbm_kernels_d2q9_fp32, lbm_kernels_d2q9_fp16;
@@ -155,8 +156,10 @@ struct ts_lbm {
   int have_change;
   int gpus;           /* CUDA devices this process sees (cuda backend) */
   int transport_open; /* a GPU transport between ranks was opened */
-  /* Pairs of steps (even, odd) of the GPU parts of one process recorded as one CUDA graph, which
-   * runs them without the host; recording: the exchanges are being ordered on the devices. */
+  void *rank_stream;  /* the stream of the NCCL transport between ranks (NULL: none, or another) */
+  /* Pairs of steps (even, odd) of this process's GPU parts recorded as one CUDA graph, with the
+   * NCCL messages between ranks, which runs them without the host; recording: the exchanges are
+   * being ordered on the devices. */
   void *pair_graph;
   int recording;
 };

@@ -276,15 +276,14 @@ static void gpu_order(lbm_part *p, lbm_part *after) {
   ts_gpu_stream_after(gpu_of(p)->stream, a->stream, a->mark);
 }
 
-static void gpu_halo_after(lbm_part *p, int device) {
+static void gpu_stream_after(lbm_part *p, void *stream) {
   lbm_gpu *g = use(p);
-  ts_gpu_stream_after(ts_gpu_halo_stream(device), g->stream, g->mark);
+  ts_gpu_stream_after(stream, g->stream, g->mark);
 }
 
-static void gpu_halo_before(lbm_part *p) {
-  void *halo = ts_gpu_halo_stream(p->device);
+static void gpu_after_stream(lbm_part *p, void *stream) {
   lbm_gpu *g = use(p);
-  ts_gpu_stream_after(g->stream, halo, g->halo_mark);
+  ts_gpu_stream_after(g->stream, stream, g->halo_mark);
 }
 
 static void gpu_to_host(lbm_part *p) {
@@ -430,6 +429,6 @@ extern "C" const lbm_kernels LBM_KERNELS = {
     .keep = gpu_keep,
     .stream = gpu_stream,
     .order = gpu_order,
-    .halo_after = gpu_halo_after,
-    .halo_before = gpu_halo_before,
+    .stream_after = gpu_stream_after,
+    .after_stream = gpu_after_stream,
 };

@@ -1662,7 +1662,7 @@ static void write_summary_budget(ts_json *j, double initial, double final, const
 }
 
 typedef struct run_totals {
-  double wall, dt_min, dt_max, cells_steps;
+  double wall, output, dt_min, dt_max, cells_steps; /* output: of wall, writing outputs */
   int64_t steps_run;
 } run_totals;
 
@@ -1724,6 +1724,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "steps"), ts_json_int(&j, ts_swe_steps(s));
   ts_json_key(&j, "t_end"), ts_json_number(&j, ts_swe_time(s));
   ts_json_key(&j, "wall_s"), ts_json_number(&j, tot->wall);
+  ts_json_key(&j, "output_s"), ts_json_number(&j, tot->output);
   ts_json_key(&j, "mcells_per_s");
   ts_json_number(&j, tot->wall > 0 ? tot->cells_steps / tot->wall / 1e6 : 0);
   ts_json_key(&j, "dt_min"), ts_json_number(&j, tot->dt_min);
@@ -1864,7 +1865,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
         }
       }
     }
-    double t = ts_swe_time(s);
+    double t = ts_swe_time(s), writing = wall_now();
     while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output]) {
       st = write_output(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps], run_nc);
       nsnaps += st == TS_OK;
@@ -1883,6 +1884,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
       }
     }
     double now = wall_now();
+    tot.output += now - writing;
     if (!opt->quiet && k->root && now - last_print > (tty ? 0.5 : 10.0)) {
       progress_line(opt->progress, tty, s, t_start, k->t_end, dt, now - start, tot.cells_steps);
       last_print = now;

@@ -137,17 +137,18 @@ struct swe_kernels {
    * cells and ends the run of steps after a non-finite value, the stop time or the target. */
   void (*time_step)(swe_part *s, const double amax[2]);
   void (*end_step)(swe_part *s);
-  /* Device runs over the GPU parts of one process (NULL on the CPU), recorded as one graph:
+  /* Device runs over the GPU parts of a process (NULL on the CPU), recorded as one graph:
    * stream is the part's (a cudaStream_t); order makes the part's stream wait for what is
-   * queued so far on the stream of part `after`; halo_after makes the halo copies to the
-   * part's device wait for part q's passes so far, halo_before the part for the copies queued
-   * so far. share_speeds publishes the first stage's wave speeds for the other parts;
-   * time_step_over is time_step from the largest speeds the n parts published, once the part
+   * queued so far on the stream of part `after`; stream_after makes the work queued from now on
+   * on `stream` (of any device: the halo copies to a device, the transport between ranks) wait
+   * for the part's passes so far, after_stream the part's for what is queued so far on `stream`
+   * (of the part's device). share_speeds publishes the first stage's wave speeds for the other
+   * parts; time_step_over is time_step from the largest speeds the n parts published, once the part
    * waited for them. */
   void *(*stream)(swe_part *s);
   void (*order)(swe_part *s, const swe_part *after);
-  void (*halo_after)(swe_part *s, const swe_part *q);
-  void (*halo_before)(swe_part *s);
+  void (*stream_after)(swe_part *s, void *stream);
+  void (*after_stream)(swe_part *s, void *stream);
   void (*share_speeds)(swe_part *s);
   void (*time_step_over)(swe_part *s, swe_part *const *parts, int n);
   /* A run of steps: begin_steps sets its target (steps are shortened to land on it) and stop
@@ -373,6 +374,7 @@ struct ts_swe {
   int device_halo;           /* GPU parts: halos move in device memory (copies, transport) */
   const char *transport;     /* how halos move (ts_swe_transport) */
   int speeds_on_device;      /* the wave speeds are reduced over the ranks on the GPUs */
+  void *rank_stream;         /* then the stream of the NCCL transport between ranks */
   int early_exit;            /* resolved at the first step */
   ts_backend backend;        /* resolved at creation */
   int gpus;                  /* CUDA devices this process sees */

@@ -435,15 +435,14 @@ static void gpu_order(swe_part *s, const swe_part *after) {
   ts_gpu_stream_after(gpu_of(s)->stream, a->stream, a->mark);
 }
 
-static void gpu_halo_after(swe_part *s, const swe_part *q) {
-  swe_gpu *a = use(q);
-  ts_gpu_stream_after(ts_gpu_halo_stream(s->device), a->stream, a->mark);
+static void gpu_stream_after(swe_part *s, void *stream) {
+  swe_gpu *g = use(s);
+  ts_gpu_stream_after(stream, g->stream, g->mark);
 }
 
-static void gpu_halo_before(swe_part *s) {
-  void *halo = ts_gpu_halo_stream(s->device);
+static void gpu_after_stream(swe_part *s, void *stream) {
   swe_gpu *g = use(s);
-  ts_gpu_stream_after(g->stream, halo, g->halo_mark);
+  ts_gpu_stream_after(g->stream, stream, g->halo_mark);
 }
 
 static void gpu_share_speeds(swe_part *s) {
@@ -1016,8 +1015,8 @@ extern "C" const swe_kernels SWE_CUDA_KERNELS = {
     .end_step = gpu_end_step,
     .stream = gpu_stream,
     .order = gpu_order,
-    .halo_after = gpu_halo_after,
-    .halo_before = gpu_halo_before,
+    .stream_after = gpu_stream_after,
+    .after_stream = gpu_after_stream,
     .share_speeds = gpu_share_speeds,
     .time_step_over = gpu_time_step_over,
     .begin_steps = gpu_begin_steps,

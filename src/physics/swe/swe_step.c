@@ -98,6 +98,7 @@ ts_status swe_build_halo_plan(ts_swe *s) {
     double several = s->nparts != 1;
     TS_CALL(ts_comm_max(s->comm, &several, 1));
     s->speeds_on_device = chosen == TS_TRANSPORT_NCCL && several == 0;
+    s->rank_stream = s->speeds_on_device ? ts_transport_stream() : NULL;
     for (int k = 0; k < s->nparts; k++)
       s->parts[k]->reduce_ranks = s->speeds_on_device;
   }
@@ -416,7 +417,7 @@ ts_status swe_step(ts_swe *s, double target, double *dt_taken) {
 }
 
 int swe_parts_on_devices(const ts_swe *s) {
-  if (s->backend != TS_BACKEND_CUDA || s->decomp.count != s->nparts ||
+  if (s->backend != TS_BACKEND_CUDA || (s->decomp.count != s->nparts && !s->rank_stream) ||
       s->nparts > SWE_DEVICE_RUN_PARTS || s->ghost_expansion > SWE_MAX_GHOST_EXPANSION)
     return 0;
   for (int k = 0; k < s->nparts; k++)
@@ -439,16 +440,23 @@ void swe_drop_run_graphs(ts_swe *s) {
 }
 
 #if TESSERA_HAVE_CUDA
-/* The exchange queued on the devices: the halo copies wait for every part's passes, and every
- * part waits for the copies to its device. */
+/* The exchange queued on the devices: the halo copies (and the transport's packs, messages and
+ * unpacks between ranks) wait for every part's passes, and every part waits for the copies to
+ * its device (and the transport). */
 static ts_status exchange_on_device(ts_swe *s) {
-  for (int k = 0; k < s->nparts; k++)
+  for (int k = 0; k < s->nparts; k++) {
     for (int q = 0; q < s->nparts; q++)
-      s->parts[k]->k->halo_after(s->parts[k], s->parts[q]);
+      s->parts[q]->k->stream_after(s->parts[q], ts_gpu_halo_stream(s->parts[k]->device));
+    if (s->rank_stream)
+      s->parts[k]->k->stream_after(s->parts[k], s->rank_stream);
+  }
   TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
   TS_CALL(ts_halo_finish(s->halo, s->fields));
-  for (int k = 0; k < s->nparts; k++)
-    s->parts[k]->k->halo_before(s->parts[k]);
+  for (int k = 0; k < s->nparts; k++) {
+    s->parts[k]->k->after_stream(s->parts[k], ts_gpu_halo_stream(s->parts[k]->device));
+    if (s->rank_stream)
+      s->parts[k]->k->after_stream(s->parts[k], s->rank_stream);
+  }
   return TS_OK;
 }
 
@@ -480,10 +488,11 @@ static ts_status record_run_graph(ts_swe *s, int m, double target) {
   return st;
 }
 
-/* A run of steps over several GPU parts of this process: the graphs of the exchange cycle's
- * positions launched in turn from the current one; the parts' clocks take the same steps. The
- * position after the last step launched is kept: when the devices stopped earlier, the halos
- * are fresher than it says, which only shrinks the regions computed. */
+/* A run of steps over several GPU parts of this process, or over the one GPU part of each rank
+ * (messages through NCCL, the time step's maximum an all-reduce on the stream): the graphs of the
+ * exchange cycle's positions launched in turn from the current one; the parts' clocks take the same
+ * steps. The position after the last step launched is kept: when the devices stopped earlier, the
+ * halos are fresher than it says, which only shrinks the regions computed. */
 static ts_status run_parts_on_device(ts_swe *s, double target, double stop, int max_steps,
                                      swe_steps_report *report) {
   int stages = s->p.rk_order == 1 ? 1 : 2, cycle_steps = s->ghost_expansion;
@@ -533,7 +542,10 @@ static ts_status run_parts_on_device(ts_swe *s, double target, double stop, int 
   double wall = omp_get_wtime() - t0;
   for (int k = 0; k < s->nparts; k++)
     s->parts[k]->compute_s += wall;
-  report->bad = bad;
+  double any_bad = bad; /* the ranks took the same steps: they end them together */
+  if (s->nranks > 1)
+    TS_CALL(ts_comm_max(s->comm, &any_bad, 1));
+  report->bad = any_bad > 0;
   return TS_OK;
 }
 #endif
@@ -541,7 +553,7 @@ static ts_status run_parts_on_device(ts_swe *s, double target, double stop, int 
 ts_status swe_run_on_device(ts_swe *s, double target, double stop, int max_steps,
                             swe_steps_report *report) {
   swe_part *p = s->parts[0];
-  if (s->nparts > 1) {
+  if (s->nparts > 1 || s->nranks > 1) {
 #if TESSERA_HAVE_CUDA
     TS_CALL(run_parts_on_device(s, target, stop, max_steps, report));
 #endif
