@@ -1,7 +1,8 @@
 /* ESRI ASCII grid reader and writer. The reader streams the file (plain or gzip, through zlib)
  * token by token so lines of any length work, checks every header key and value, and reports
  * errors as "path:LINE: message". Files store the north row first; rasters store it last. The
- * writer puts the CRS into the .prj sidecar. */
+ * writer formats blocks of rows on every thread and writes them in order, and puts the CRS into
+ * the .prj sidecar. */
 #include "tessera/io.h"
 #include "tessera/raster.h"
 
@@ -9,11 +10,15 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 enum { ASC_CHUNK = 1 << 16, ASC_TOKEN_MAX = 256 };
+/* Rows a thread formats at a time, and the room of one value ("%.17g" of a double: at most 24
+ * characters) with its separator. */
+enum { ASC_ROWS_PER_THREAD = 16, ASC_VALUE_ROOM = 32 };
 
 static const long long ASC_MAX_CELLS = 1LL << 31;
 
@@ -396,14 +401,38 @@ static ts_status asc_write_prj(const char *path, const char *crs) {
   return ts_commit_temp(f, tmp_path, prj);
 }
 
+/* One row of values as the file's line (values separated by one space, NODATA as its text, the
+ * newline); returns its length. `out` has room for ASC_VALUE_ROOM characters per value. */
+static size_t asc_format_row(char *out, const ts_raster *r, const double *row, int digits,
+                             const char *nodata_text) {
+  char *p = out;
+  for (int i = 0; i < r->ncols; i++) {
+    if (i > 0)
+      *p++ = ' ';
+    if (ts_raster_is_nodata(r, row[i]))
+      p += snprintf(p, ASC_VALUE_ROOM, "%s", nodata_text);
+    else
+      p += snprintf(p, ASC_VALUE_ROOM, "%.*g", digits, row[i]);
+  }
+  *p++ = '\n';
+  return (size_t)(p - out);
+}
+
 ts_status ts_asc_write(const char *path, const ts_raster *r, int digits) {
   char tmp_path[4096];
   char nodata_text[40], number[40];
   if (digits < 1 || digits > 17)
     return ts_error(TS_ERR_INTERNAL, "%s: digits %d outside 1..17", path, digits);
-  FILE *f = ts_open_temp(path, tmp_path, sizeof tmp_path);
-  if (!f)
-    return TS_ERR_IO;
+  int block = ASC_ROWS_PER_THREAD * omp_get_max_threads();
+  size_t row_room = (size_t)r->ncols * ASC_VALUE_ROOM + 1;
+  char *text = malloc(row_room * (size_t)block);
+  size_t *length = malloc(sizeof *length * (size_t)block);
+  FILE *f = text && length ? ts_open_temp(path, tmp_path, sizeof tmp_path) : NULL;
+  if (!f) {
+    free(text);
+    free(length);
+    return text && length ? TS_ERR_IO : ts_error(TS_ERR_NOMEM, "%s: out of memory", path);
+  }
   fprintf(f, "ncols        %d\nnrows        %d\n", r->ncols, r->nrows);
   asc_format_exact(number, sizeof number, r->xll);
   fprintf(f, "xllcorner    %s\n", number);
@@ -413,18 +442,17 @@ ts_status ts_asc_write(const char *path, const ts_raster *r, int digits) {
   fprintf(f, "cellsize     %s\n", number);
   asc_format_exact(nodata_text, sizeof nodata_text, r->nodata);
   fprintf(f, "NODATA_value %s\n", nodata_text);
-  for (int j = r->nrows - 1; j >= 0; j--) {
-    const double *row = r->v + (size_t)j * r->ncols;
-    for (int i = 0; i < r->ncols; i++) {
-      if (i > 0)
-        fputc(' ', f);
-      if (ts_raster_is_nodata(r, row[i]))
-        fputs(nodata_text, f);
-      else
-        fprintf(f, "%.*g", digits, row[i]);
-    }
-    fputc('\n', f);
+  for (int top = r->nrows - 1; top >= 0; top -= block) { /* north row first */
+    int n = top + 1 < block ? top + 1 : block;
+#pragma omp parallel for schedule(static)
+    for (int k = 0; k < n; k++)
+      length[k] = asc_format_row(text + (size_t)k * row_room, r,
+                                 r->v + (size_t)(top - k) * r->ncols, digits, nodata_text);
+    for (int k = 0; k < n; k++)
+      fwrite(text + (size_t)k * row_room, 1, length[k], f);
   }
+  free(text);
+  free(length);
   ts_status status = r->crs ? asc_write_prj(path, r->crs) : TS_OK;
   if (status != TS_OK) {
     fclose(f);
