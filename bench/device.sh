@@ -289,12 +289,12 @@ if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
     tee "$out/gpu_tests_buq.log"
   devs=$(seq -s, 0 $((gpus - 1)))
   {
-    if [ "$what" = buq-gpus ]; then
+    if [ "$what" = buq-gpus ] && [ -z "${BUQ_CASES:-}" ]; then
       "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40
       "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq
       "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --subdomains 4
     fi
-    if [ "$what" = buq-gpus ] && [ "$gpus" -ge 2 ]; then
+    if [ "$what" = buq-gpus ] && [ "$gpus" -ge 2 ] && [ -z "${BUQ_CASES:-}" ]; then
       "$T" bench swe --backend cuda --devices "$devs" --weak --size 8192 --steps 30 --grid buq \
         --json "$out/buq_weak.json"
       "$T" bench swe --backend cuda --devices "$devs" --strong --size 8192 --steps 30 --grid buq \
@@ -316,7 +316,10 @@ if [ "$what" = buq-gpus ] || [ "$what" = buq-ranks ]; then
     [ "$gpus" -ge 2 ] && runs+=("ranks|$gpus|--set parallel.devices=$devs")
     for case in "${cases[@]}"; do
       IFS='|' read -r grid rules <<<"$case"
+      # BUQ_CASES: only these circular cases (buq3, buq2_6m), no benches; BUQ_RUNS: only these runs
+      [ -n "${BUQ_CASES:-}" ] && ! echo " $BUQ_CASES " | grep -q " $grid " && continue
       for run in "${runs[@]}"; do
+        [ -n "${BUQ_RUNS:-}" ] && ! echo " $BUQ_RUNS " | grep -q " ${run%%|*} " && continue
         IFS='|' read -r name np extra <<<"$run"
         o=$out/circ_${grid}_$name
         # shellcheck disable=SC2086
