@@ -51,6 +51,22 @@ int ts_gpu_peer_access(int from, int to) {
 #endif
 }
 
+void ts_gpu_memory(double *used, double *free_bytes) {
+  *used = *free_bytes = 0;
+#if TESSERA_HAVE_CUDA
+  int current = 0, n = ts_gpu_count();
+  cudaGetDevice(&current);
+  for (int d = 0; d < n; d++) {
+    size_t available = 0, total = 0;
+    if (cudaSetDevice(d) == cudaSuccess && cudaMemGetInfo(&available, &total) == cudaSuccess) {
+      *used += (double)(total - available);
+      *free_bytes += (double)available;
+    }
+  }
+  cudaSetDevice(current);
+#endif
+}
+
 const char *ts_gpu_runtime(void) {
 #if TESSERA_HAVE_CUDA
   static char text[64];

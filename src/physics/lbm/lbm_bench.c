@@ -71,11 +71,16 @@ static int usage(const char *msg, const char *arg) {
   return 2;
 }
 
-/* Creates the box, takes two warm-up steps and times `steps` more: MLUPs, wall time and the
- * bytes per cell update; 1 (message printed) on failure. */
+/* Creates the box, takes two warm-up steps and times `steps` more: MLUPs, wall time, the bytes
+ * per cell update and (GPUs, one rank) the GPU memory the run took per cell and the cells the
+ * memory free before it would hold; 1 (message printed) on failure. */
 static int timed_run(const ts_comm *comm, const ts_lbm_params *p, long steps, double *mlups,
-                     double *wall, double *bytes, int *subdomains) {
+                     double *wall, double *bytes, int *subdomains, double device[2]) {
   ts_lbm *s;
+  double used0 = 0, free0 = 0, used1 = 0, free1 = 0;
+  device[0] = device[1] = 0; /* GPU bytes per cell taken by the run, cells the free memory holds */
+  if (p->cuda)
+    ts_gpu_memory(&used0, &free0);
   ts_status st = ts_lbm_create(&s, p, comm);
   if (st == TS_OK) {
     st = ts_lbm_step(s, 2);
@@ -87,6 +92,12 @@ static int timed_run(const ts_comm *comm, const ts_lbm_params *p, long steps, do
     *mlups = (double)ts_lbm_fluid_cells(s) * (double)steps / *wall / 1e6;
     *bytes = ts_lbm_bytes_per_cell(s);
     *subdomains = ts_lbm_decomp(s)->count;
+    if (p->cuda)
+      ts_gpu_memory(&used1, &free1);
+    if (ts_comm_size(comm) == 1 && used1 > used0) {
+      device[0] = (used1 - used0) / ((double)p->n[0] * p->n[1] * p->n[2]);
+      device[1] = free0 / device[0];
+    }
     ts_lbm_destroy(s);
   }
   if (st != TS_OK)
@@ -119,10 +130,11 @@ static int scaling(ts_lbm_params p, long n, long steps, int weak) {
   one.devices[0] = p.ndevices ? p.devices[0] : 0;
   /* under mpirun rank 0 runs the one-unit box by itself, and tells the others */
   const ts_comm *world = ts_comm_world();
-  double first[2] = {0, 0};
+  double first[2] = {0, 0}, device_memory[2]; /* (not reported by the tables) */
   if (ts_comm_rank(world) == 0) {
     const ts_comm *alone = ranks > 1 ? ts_comm_self() : world;
-    int failed = timed_run(alone, &one, steps, &mlups[0], &wall[0], &bytes, &count[0]);
+    int failed =
+        timed_run(alone, &one, steps, &mlups[0], &wall[0], &bytes, &count[0], device_memory);
     first[0] = failed;
     first[1] = failed ? 0 : mlups[0];
   }
@@ -132,7 +144,7 @@ static int scaling(ts_lbm_params p, long n, long steps, int weak) {
   p.subdomains = units;
   for (int a = 0; a < 3; a++)
     p.n[a] = (int)n * (weak ? (tiles ? p.parts[a] : (a == 2 ? units : 1)) : 1);
-  if (timed_run(world, &p, steps, &mlups[1], &wall[1], &bytes, &count[1]))
+  if (timed_run(world, &p, steps, &mlups[1], &wall[1], &bytes, &count[1], device_memory))
     return 1;
   if (ts_comm_rank(ts_comm_world()) == 0) {
     const char *unit = p.cuda ? "GPUs" : "subdomains";
@@ -227,9 +239,9 @@ int lbm_bench(int argc, char **argv, int full_argc, char **full_argv) {
   int device = p.ndevices ? p.devices[rank % p.ndevices] : (gpus ? rank % gpus : 0);
   double one = p.cuda ? ts_gpu_copy_bandwidth(device, 1073741824.0) : host_copy_bandwidth();
   double bandwidth = p.cuda ? one * (used > 0 ? used : 1) : one;
-  double mlups, wall, bytes;
+  double mlups, wall, bytes, device_memory[2];
   int count;
-  if (timed_run(comm, &p, steps, &mlups, &wall, &bytes, &count))
+  if (timed_run(comm, &p, steps, &mlups, &wall, &bytes, &count, device_memory))
     return 1;
   double gbs = mlups * bytes / 1e3;
   int q = dim == 3 ? 19 : 9, rc = 0;
@@ -245,6 +257,10 @@ int lbm_bench(int argc, char **argv, int full_argc, char **full_argv) {
            bandwidth > 0 ? 100 * gbs / bandwidth : 0);
     if (p.cuda)
       printf("GPU copy bandwidth %.1f GB/s (read + write) x %d GPUs\n", one, used);
+    if (device_memory[0] > 0)
+      printf("GPU memory: %.1f B per cell (taken by the run); the memory free before it holds %.0f "
+             "cells (%.0f^%d)\n",
+             device_memory[0], device_memory[1], pow(device_memory[1], 1.0 / dim), dim);
     else
       printf("host copy bandwidth %.1f GB/s (memcpy, read + write)\n", one);
   }
@@ -267,6 +283,8 @@ int lbm_bench(int argc, char **argv, int full_argc, char **full_argv) {
       ts_json_key(&j, "bytes_per_cell"), ts_json_number(&j, bytes);
       ts_json_key(&j, "copy_gbs"), ts_json_number(&j, bandwidth);
       ts_json_key(&j, "roofline_fraction"), ts_json_number(&j, bandwidth > 0 ? gbs / bandwidth : 0);
+      ts_json_key(&j, "device_bytes_per_cell"), ts_json_number(&j, device_memory[0]);
+      ts_json_key(&j, "device_cells_max"), ts_json_number(&j, device_memory[1]);
       ts_json_end(&j);
       if (ts_commit_temp(f, tmp, json) != TS_OK)
         rc = 1;

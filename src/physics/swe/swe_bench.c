@@ -62,11 +62,17 @@ static ts_status bench_case(int n, ts_precision precision, const ts_swe_parallel
 typedef struct bench_result {
   long steps;
   double wall, mcells, compute, pack, wait, unpack;
+  /* GPU memory the run took (in use at its end less before it) per cell, and the cells the GPUs'
+   * memory free before it would hold at that rate (CUDA backend, one rank) */
+  double device_bytes_per_cell, device_cells_max;
 } bench_result;
 
 static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel *par, long steps,
                            bench_result *r, double *bytes) {
   ts_swe *s;
+  double used0 = 0, free0 = 0, used1 = 0, free1 = 0;
+  if (par->backend == TS_BACKEND_CUDA)
+    ts_gpu_memory(&used0, &free0);
   TS_CALL(bench_case(n, precision, par, &s));
   double dt;
   ts_status st = TS_OK;
@@ -112,6 +118,12 @@ static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel 
       r->unpack += (after[k].unpack - before[k].unpack) / nsub;
     }
     *bytes = ts_swe_bytes_per_cell_step(s);
+    if (par->backend == TS_BACKEND_CUDA)
+      ts_gpu_memory(&used1, &free1);
+    if (ts_comm_size(ts_comm_world()) == 1 && used1 > used0) {
+      r->device_bytes_per_cell = (used1 - used0) / g.cells;
+      r->device_cells_max = free0 / r->device_bytes_per_cell;
+    }
   }
   free(before);
   free(after);
@@ -367,6 +379,10 @@ int swe_bench(int argc, char **argv, int full_argc, char **full_argv) {
          on.mcells * 1e6 * bytes / 1e9, on.compute, on.pack, on.wait, on.unpack, hidden_text);
   if (several)
     printf("without overlap: %.2f Mcells/s, wait %.4f s per subdomain\n", off.mcells, off.wait);
+  if (on.device_bytes_per_cell > 0)
+    printf("GPU memory: %.1f B per cell (taken by the run); the memory free before it holds %.0f "
+           "cells (%.0f^2)\n",
+           on.device_bytes_per_cell, on.device_cells_max, sqrt(on.device_cells_max));
   if (copy_gbs > 0) {
     ts_gpu_info g;
     ts_gpu_info_of(0, &g);
@@ -402,6 +418,8 @@ int swe_bench(int argc, char **argv, int full_argc, char **full_argv) {
     ts_json_key(&j, "pack_s"), ts_json_number(&j, on.pack);
     ts_json_key(&j, "wait_s"), ts_json_number(&j, on.wait);
     ts_json_key(&j, "unpack_s"), ts_json_number(&j, on.unpack);
+    ts_json_key(&j, "device_bytes_per_cell"), ts_json_number(&j, on.device_bytes_per_cell);
+    ts_json_key(&j, "device_cells_max"), ts_json_number(&j, on.device_cells_max);
     ts_json_key(&j, "hidden_fraction");
     if (several)
       ts_json_number(&j, hidden);
