@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu] [CTEST_REGEX]
+#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu|memory] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -113,6 +113,21 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       --set output.times=4000 --out "$out/malpasset10"
     grep -E '"(steps|wall_s|mcells_per_s|mass_rel_error)"' "$out/malpasset10/summary.json"
   } 2>&1 | tee "$out/bench.log"
+fi
+
+# GPU memory per cell and the largest grid one GPU holds (issue 19): shallow water in float and
+# double, lattice Boltzmann D3Q19 in fp32 and fp16 storage, GPU 0.
+if [ "$what" = memory ]; then
+  {
+    for prec in float double; do
+      "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 20 --precision $prec \
+        --json "$out/memory_swe_$prec.json"
+    done
+    for st in fp32 fp16; do
+      "$T" bench lbm --backend cuda --devices 0 --lattice D3Q19 --storage $st --size 384 \
+        --steps 100 --json "$out/memory_lbm_$st.json"
+    done
+  } 2>&1 | tee "$out/memory.log"
 fi
 
 # Malpasset at 10 m (4000 s, float) on one GPU and on every GPU of the machine: one process with

@@ -19,6 +19,7 @@
 #include "physics/model.h"
 #include "physics/stop.h"
 #include "tessera/comm.h"
+#include "tessera/cpu.h"
 #include "tessera/gpu.h"
 #include "tessera/io.h"
 #include "tessera/swe.h"
@@ -145,8 +146,8 @@ static int cmd_info(int argc, char **argv) {
   printf("models:     ");
   for (int k = 0; k < nmodels; k++)
     printf(" %s (%s)%s", models[k]->name, models[k]->description, k + 1 < nmodels ? "," : "\n");
-  printf("backends:    cpu (OpenMP, %d threads available)%s\n", omp_get_max_threads(),
-         TESSERA_HAVE_CUDA ? ", cuda" : "");
+  printf("backends:    cpu (OpenMP, %d threads available; loops built for %s)%s\n",
+         omp_get_max_threads(), ts_cpu_kernels_name(), TESSERA_HAVE_CUDA ? ", cuda" : "");
   printf("precisions:  float, double\n");
   printf("formats:     asc, asc.gz (in), netcdf (NetCDF-C %.20s), vtk, png (libpng %s)\n",
          nc_inq_libvers(), png_get_libpng_ver(NULL));

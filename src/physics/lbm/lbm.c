@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "physics/lbm/lbm_internal.h"
+#include "tessera/cpu.h"
 #include "tessera/gpu.h"
 #include "tessera/transport.h"
 
@@ -466,8 +467,10 @@ static const lbm_kernels *kernels_for(const ts_lbm_params *p) {
     return p->storage == TS_LBM_FP16 ? &lbm_kernels_cuda_d2q9_fp16 : &lbm_kernels_cuda_d2q9_fp32;
 #endif
   if (p->lattice == TS_LBM_D3Q19)
-    return p->storage == TS_LBM_FP16 ? &lbm_kernels_d3q19_fp16 : &lbm_kernels_d3q19_fp32;
-  return p->storage == TS_LBM_FP16 ? &lbm_kernels_d2q9_fp16 : &lbm_kernels_d2q9_fp32;
+    return p->storage == TS_LBM_FP16 ? TS_CPU_KERNELS(lbm_kernels_d3q19_fp16)
+                                     : TS_CPU_KERNELS(lbm_kernels_d3q19_fp32);
+  return p->storage == TS_LBM_FP16 ? TS_CPU_KERNELS(lbm_kernels_d2q9_fp16)
+                                   : TS_CPU_KERNELS(lbm_kernels_d2q9_fp32);
 }
 
 static void set_consts(ts_lbm *s) {

@@ -9,6 +9,7 @@
 #include "physics/swe/swe_buq.h"
 #include "physics/swe/swe_internal.h"
 #include "tessera/buq.h"
+#include "tessera/cpu.h"
 #include "tessera/gpu.h"
 
 void ts_swe_params_default(ts_swe_params *p) {
@@ -408,7 +409,8 @@ static ts_status create_buq(ts_swe *s, const ts_swe_params *params, const ts_ras
     st = ts_decomp_create(&s->decomp, 2, n, 1, TS_DECOMP_ROWS, split);
   if (st == TS_OK && !(s->sub_rank = calloc(1, sizeof *s->sub_rank)))
     st = ts_error(TS_ERR_NOMEM, "swe: out of memory");
-  s->buq_ops = params->precision == TS_DOUBLE ? &swe_buq_ops_double : &swe_buq_ops_float;
+  s->buq_ops = params->precision == TS_DOUBLE ? TS_CPU_KERNELS(swe_buq_ops_double)
+                                              : TS_CPU_KERNELS(swe_buq_ops_float);
   if (st == TS_OK)
     st = s->buq_ops->create(&s->buq, params, in, params->grid.water_surface, omp_get_max_threads(),
                             s->comm, parts, part_rank, part_device);

@@ -39,18 +39,19 @@
 
 #include "physics/swe/swe_buq.h"
 #include "tessera/buq.h"
+#include "tessera/cpu.h"
 #include "tessera/gpu.h"
 #include "tessera/halo.h"
 
 #if TS_REAL_DOUBLE
 typedef double ts_real;
 #define SWE_SQRT sqrt
-#define SWE_BUQ_OPS swe_buq_ops_double
+#define SWE_BUQ_OPS TS_CPU_KERNEL_NAME(swe_buq_ops_double)
 #define SWE_BUQ_GPU swe_buq_gpu_double
 #else
 typedef float ts_real;
 #define SWE_SQRT sqrtf
-#define SWE_BUQ_OPS swe_buq_ops_float
+#define SWE_BUQ_OPS TS_CPU_KERNEL_NAME(swe_buq_ops_float)
 #define SWE_BUQ_GPU swe_buq_gpu_float
 #endif
 

@@ -14,15 +14,16 @@
 #include <string.h>
 
 #include "physics/swe/swe_internal.h"
+#include "tessera/cpu.h"
 
 #if TS_REAL_DOUBLE
 typedef double ts_real;
 #define SWE_SQRT sqrt
-#define SWE_KERNELS swe_kernels_double
+#define SWE_KERNELS TS_CPU_KERNEL_NAME(swe_kernels_double)
 #else
 typedef float ts_real;
 #define SWE_SQRT sqrtf
-#define SWE_KERNELS swe_kernels_float
+#define SWE_KERNELS TS_CPU_KERNEL_NAME(swe_kernels_float)
 #endif
 
 typedef int64_t swe_idx;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "physics/swe/swe_internal.h"
+#include "tessera/cpu.h"
 
 /* Does global cell (gi, gj) take part? DEM cells with data; ghost cells of an open side next to
  * such a cell (within the ghost frame); nothing beyond two sides at once. */
@@ -94,7 +95,8 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
   part->bc_cells = s->bc_cells;
   part->t = s->t;
   part->real_size = (size_t)s->p.precision;
-  part->k = s->p.precision == TS_DOUBLE ? &swe_kernels_double : &swe_kernels_float;
+  part->k = s->p.precision == TS_DOUBLE ? TS_CPU_KERNELS(swe_kernels_double)
+                                        : TS_CPU_KERNELS(swe_kernels_float);
 
   ts_grid points = ts_grid_2d(part->nx + 1, part->ny + 1, dx, 0, 0);
   ts_field layout;
