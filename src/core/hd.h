@@ -9,4 +9,12 @@
 #define TS_HD
 #endif
 
+/* TS_HD_INLINE marks a large one that the CPU's compiler must inline into its loops, which it
+ * then vectorises (a call would stop that); CUDA's compiler decides for itself. */
+#if defined(__CUDACC__) || !defined(__GNUC__)
+#define TS_HD_INLINE TS_HD
+#else
+#define TS_HD_INLINE __attribute__((always_inline)) TS_HD
+#endif
+
 #endif

@@ -32,22 +32,29 @@ TS_HD static inline ts_real swe_min(ts_real a, ts_real b) { return a < b ? a : b
 /* Generalised minmod slope (per cell width) of q from its neighbours, theta in [1,2]. */
 TS_HD static inline ts_real swe_slope(ts_real qm, ts_real q0, ts_real qp, ts_real theta) {
   ts_real a = theta * (q0 - qm), b = SWE_R(0.5) * (qp - qm), c = theta * (qp - q0);
+  ts_real up = swe_min(a, swe_min(b, c)), down = swe_max(a, swe_max(b, c));
+  ts_real slope = SWE_R(0);
   if (a > 0 && b > 0 && c > 0)
-    return swe_min(a, swe_min(b, c));
+    slope = up;
   if (a < 0 && b < 0 && c < 0)
-    return swe_max(a, swe_max(b, c));
-  return SWE_R(0);
+    slope = down;
+  return slope;
 }
 
 /* Velocity q/h, desingularised below depth kappa (KP07: sqrt(2) h q / sqrt(h^4 + max(h^4,
  * kappa^4))), which equals q/h exactly wherever h >= kappa, so thin flows keep their speed. */
 TS_HD static inline ts_real swe_velocity(ts_real q, ts_real h, ts_real kappa) {
-  if (q == 0)
-    return q; /* what the division gives, without the GPU's slow path for a zero dividend */
-  if (h >= kappa)
-    return q / h;
-  ts_real h2 = h * h, k2 = kappa * kappa;
-  return SWE_R(1.4142135623730951) * h * q / SWE_SQRT(h2 * h2 + k2 * k2);
+  /* conditional assignments, no early return: the CPU's compiler turns them into selects across
+   * a SIMD row, the GPU's into branches (a zero dividend skips the division's slow path there) */
+  ts_real u = q;
+  if (q != 0) {
+    ts_real h2 = h * h, k2 = kappa * kappa;
+    if (h >= kappa)
+      u = q / h;
+    else
+      u = SWE_R(1.4142135623730951) * h * q / SWE_SQRT(h2 * h2 + k2 * k2);
+  }
+  return u;
 }
 
 /* Face velocity q/h (desingularised), kept within [lo, hi]: the range of the velocities of the
@@ -68,68 +75,64 @@ TS_HD static inline void swe_velocity_range(const ts_real u[3], ts_real *lo, ts_
  * and tangential discharges qn, qt and the cells' velocities u, v; bed_lo and bed_hi are the
  * cell's bed at its two faces. A dry cell (h <= 0) reports zero depth with its own surface as the
  * bed. */
-TS_HD static inline void swe_reconstruct(const ts_real w[3], const ts_real h[3],
-                                         const ts_real qn[3], const ts_real qt[3],
-                                         const ts_real u[3], const ts_real v[3], ts_real bed_lo,
-                                         ts_real bed_hi, ts_real theta, ts_real kappa, swe_side *lo,
-                                         swe_side *hi) {
-  if (!(h[1] > 0)) {
-    lo->w = hi->w = w[1];
-    lo->b = hi->b = w[1];
-    lo->h = hi->h = lo->u = hi->u = lo->v = hi->v = SWE_R(0);
-    return;
-  }
+TS_HD_INLINE static inline void swe_reconstruct(const ts_real w[3], const ts_real h[3],
+                                                const ts_real qn[3], const ts_real qt[3],
+                                                const ts_real u[3], const ts_real v[3],
+                                                ts_real bed_lo, ts_real bed_hi, ts_real theta,
+                                                ts_real kappa, swe_side *lo, swe_side *hi) {
   ts_real half = SWE_R(0.5);
   ts_real sw = half * swe_slope(w[0], w[1], w[2], theta);
   ts_real sn = half * swe_slope(qn[0], qn[1], qn[2], theta);
   ts_real st = half * swe_slope(qt[0], qt[1], qt[2], theta);
-  lo->w = w[1] - sw;
-  hi->w = w[1] + sw;
-  lo->h = swe_max(SWE_R(0), lo->w - bed_lo);
-  hi->h = swe_max(SWE_R(0), hi->w - bed_hi);
-  lo->b = lo->w - lo->h;
-  hi->b = hi->w - hi->h;
+  ts_real w_lo = w[1] - sw, w_hi = w[1] + sw;
+  ts_real h_lo = swe_max(SWE_R(0), w_lo - bed_lo), h_hi = swe_max(SWE_R(0), w_hi - bed_hi);
   ts_real ulo, uhi, vlo, vhi;
   swe_velocity_range(u, &ulo, &uhi);
   swe_velocity_range(v, &vlo, &vhi);
-  lo->u = swe_face_velocity(qn[1] - sn, lo->h, kappa, ulo, uhi);
-  hi->u = swe_face_velocity(qn[1] + sn, hi->h, kappa, ulo, uhi);
-  lo->v = swe_face_velocity(qt[1] - st, lo->h, kappa, vlo, vhi);
-  hi->v = swe_face_velocity(qt[1] + st, hi->h, kappa, vlo, vhi);
-}
-
-/* The side of a reflective wall facing `s`: same surface and depth, normal velocity reversed. */
-TS_HD static inline swe_side swe_mirror(swe_side s) {
-  s.u = -s.u;
-  return s;
+  ts_real u_lo = swe_face_velocity(qn[1] - sn, h_lo, kappa, ulo, uhi);
+  ts_real u_hi = swe_face_velocity(qn[1] + sn, h_hi, kappa, ulo, uhi);
+  ts_real v_lo = swe_face_velocity(qt[1] - st, h_lo, kappa, vlo, vhi);
+  ts_real v_hi = swe_face_velocity(qt[1] + st, h_hi, kappa, vlo, vhi);
+  /* a dry cell: zero depth and velocities, its own surface as the bed (selects, not a branch:
+   * the CPU computes a SIMD row of cells at once) */
+  int wet = h[1] > 0;
+  lo->w = wet ? w_lo : w[1];
+  hi->w = wet ? w_hi : w[1];
+  lo->b = wet ? w_lo - h_lo : w[1];
+  hi->b = wet ? w_hi - h_hi : w[1];
+  lo->h = wet ? h_lo : SWE_R(0);
+  hi->h = wet ? h_hi : SWE_R(0);
+  lo->u = wet ? u_lo : SWE_R(0);
+  hi->u = wet ? u_hi : SWE_R(0);
+  lo->v = wet ? v_lo : SWE_R(0);
+  hi->v = wet ? v_hi : SWE_R(0);
 }
 
 /* Central-upwind flux through a face between sides L and R (normal axis first). Writes the flux
  * of (w, normal discharge, tangential discharge), the pressure corrections of the left and right
  * cells (to be added to their momentum flux at this face) and the largest wave speed. */
-TS_HD static inline void swe_face_flux(swe_side L, swe_side R, ts_real g, ts_real flux[3],
-                                       ts_real *corr_left, ts_real *corr_right, ts_real *speed) {
+TS_HD_INLINE static inline void swe_face_flux(swe_side L, swe_side R, ts_real g, ts_real flux[3],
+                                              ts_real *corr_left, ts_real *corr_right,
+                                              ts_real *speed) {
   ts_real half_g = SWE_R(0.5) * g;
   ts_real bstar = swe_max(L.b, R.b);
   ts_real hl = swe_max(SWE_R(0), L.w - bstar), hr = swe_max(SWE_R(0), R.w - bstar);
   *corr_left = half_g * (L.h * L.h - hl * hl);
   *corr_right = half_g * (R.h * R.h - hr * hr);
-  if (!(hl > 0) && !(hr > 0)) {
-    /* no water crosses: zero flux whatever the (meaningless) velocities of the sides */
-    flux[0] = flux[1] = flux[2] = *speed = SWE_R(0);
-    return;
-  }
   ts_real cl = SWE_SQRT(g * hl), cr = SWE_SQRT(g * hr);
   ts_real ap = swe_max(swe_max(L.u + cl, R.u + cr), SWE_R(0));
   ts_real am = swe_min(swe_min(L.u - cl, R.u - cr), SWE_R(0));
-  *speed = swe_max(ap, -am);
   ts_real ql = hl * L.u, qr = hr * R.u;
   ts_real fl[3] = {ql, ql * L.u + half_g * hl * hl, ql * L.v};
   ts_real fr[3] = {qr, qr * R.u + half_g * hr * hr, qr * R.v};
   ts_real ul[3] = {hl, ql, hl * L.v}, ur[3] = {hr, qr, hr * R.v};
   ts_real inv = SWE_R(1) / (ap - am), apam = ap * am;
+  /* no water crosses: zero flux whatever the (meaningless) velocities of the sides (a select:
+   * the CPU computes a SIMD row of faces at once) */
+  int crosses = hl + hr > 0; /* hl > 0 or hr > 0: both are >= 0 */
+  *speed = crosses ? swe_max(ap, -am) : SWE_R(0);
   for (int c = 0; c < 3; c++)
-    flux[c] = (ap * fl[c] - am * fr[c]) * inv + apam * inv * (ur[c] - ul[c]);
+    flux[c] = crosses ? (ap * fl[c] - am * fr[c]) * inv + apam * inv * (ur[c] - ul[c]) : SWE_R(0);
 }
 
 /* Well-balanced bed-slope source of the normal discharge of a cell from its two sides along one

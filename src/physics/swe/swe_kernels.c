@@ -166,50 +166,173 @@ static void kernels_fill_boundaries(swe_part *s, double t) {
 
 /* ---------------------------------------------------------------- fluxes */
 
-/* Sweeps one line of cells (a row for x, a column for y) from index -1 to n: every face from 0
- * to n gets its flux; every interior cell gets its bed source including the pressure
- * corrections of its two faces. Returns the largest wave speed of faces count_lo..count_hi. */
-static ts_real sweep_line(swe_part *s, int64_t first, int64_t step, int64_t corner_step, int n,
-                          int x_axis, ts_real *f0, ts_real *f1, ts_real *f2, ts_real *src,
-                          int count_lo, int count_hi) {
-  swe_arrays a = swe_part_arrays(s);
-  swe_consts k = swe_part_consts(s);
-  ts_real amax = 0;
-  swe_side lo_prev, hi_prev, lo, hi;
-  int64_t c = first - step;
-  ts_real face_lo = swe_face_bed(&a, c - step, step, corner_step);
-  ts_real face_hi = swe_face_bed(&a, c, step, corner_step);
-  swe_reconstruct_cell(&a, &k, c, step, x_axis, face_lo, face_hi, &lo_prev, &hi_prev);
-  int act_prev = s->active[c];
-  ts_real src_prev = 0;
-  lo = lo_prev;
-  hi = hi_prev;
-  for (int i = 0; i <= n; i++) {
-    c = first + i * step;
-    face_lo = face_hi;
-    face_hi = swe_face_bed(&a, c, step, corner_step);
-    int act = s->active[c];
-    if (act)
-      swe_reconstruct_cell(&a, &k, c, step, x_axis, face_lo, face_hi, &lo, &hi);
-    ts_real flux[3], corr_lo_side, corr_hi_side;
-    ts_real speed =
-        swe_face_between(&k, act_prev, act, hi_prev, lo, flux, &corr_lo_side, &corr_hi_side);
-    if (i >= count_lo && i <= count_hi)
-      amax = swe_max(amax, speed);
-    f0[c] = flux[0];
-    f1[c] = flux[1];
-    f2[c] = flux[2];
-    if (i > 0)
-      src[c - step] = src_prev - corr_lo_side;
-    if (act)
-      src_prev = corr_hi_side + swe_bed_source(lo, hi, k.g);
-    else
-      src_prev = 0;
-    lo_prev = lo;
-    hi_prev = hi;
-    act_prev = act;
+/* The fluxes are computed in runs of at most RUN cells along x, so that each pass is a loop over
+ * a run that the compiler vectorises (every branch of the cell functions is a select): the
+ * reconstruction of a run of cells along an axis, the faces between two runs of sides, the bed
+ * sources of a run of cells. Each cell is reconstructed once per axis and each face computed
+ * once per tile, as a sweep along lines would, with the same functions in the same order: the
+ * same bits. */
+#define RUN 64
+
+/* The low and high sides of a run of cells along one axis, and their activity. */
+typedef struct side_run {
+  ts_real lo_w[RUN + 2], lo_b[RUN + 2], lo_h[RUN + 2], lo_u[RUN + 2], lo_v[RUN + 2];
+  ts_real hi_w[RUN + 2], hi_b[RUN + 2], hi_h[RUN + 2], hi_u[RUN + 2], hi_v[RUN + 2];
+  int act[RUN + 2];
+} side_run;
+
+/* Each pass loops over a span of a run: the items [at, at + n). A run of n >= SPAN items is cut
+ * into its first n - n % SPAN and its last SPAN (computed twice where they overlap: the same
+ * values), so that no item is left to a scalar remainder loop. */
+#define SPAN 8
+#define IN_SPANS(n, pass)                                                                          \
+  do {                                                                                             \
+    int whole_ = (n) < SPAN ? (n) : (n) - (n) % SPAN;                                              \
+    pass(0, whole_);                                                                               \
+    if (whole_ < (n))                                                                              \
+      pass((n)-SPAN, SPAN);                                                                        \
+  } while (0)
+
+/* Cells c0 + at .. c0 + at + n - 1 of a row reconstructed along the axis whose neighbour offset
+ * is `step` (x: 1, y: the row; the faces' corners are `cstep` apart across it) into r (index at
+ * ..). */
+static void reconstruct_span(const swe_part *s, const swe_consts *k, swe_idx c0, int at, int n,
+                             swe_idx step, swe_idx cstep, int x_axis, side_run *restrict r) {
+  const ts_real *restrict w = A(s->w), *restrict bed = A(s->bed), *restrict corner = A(s->corner);
+  const ts_real *restrict qn = A(x_axis ? s->hu : s->hv), *restrict qt = A(x_axis ? s->hv : s->hu);
+  const ts_real *restrict un = A(x_axis ? s->u : s->v), *restrict ut = A(x_axis ? s->v : s->u);
+  const unsigned char *restrict active = s->active;
+  const swe_consts kk = *k;
+  for (int q = at; q < at + n; q++) {
+    swe_idx c = c0 + q, m = c - step, p = c + step;
+    int act[3] = {active[m], active[c], active[p]};
+    ts_real wv[3] = {w[m], w[c], w[p]}, bv[3] = {bed[m], bed[c], bed[p]};
+    ts_real qnv[3] = {qn[m], qn[c], qn[p]}, qtv[3] = {qt[m], qt[c], qt[p]};
+    ts_real unv[3] = {un[m], un[c], un[p]}, utv[3] = {ut[m], ut[c], ut[p]};
+    ts_real face_lo = swe_corner_mean(corner[c], corner[c + cstep]);
+    ts_real face_hi = swe_corner_mean(corner[p], corner[p + cstep]);
+    swe_side lo, hi;
+    swe_reconstruct_mirrored(act, wv, bv, qnv, qtv, unv, utv, &kk, face_lo, face_hi, &lo, &hi);
+    r->lo_w[q] = lo.w, r->lo_b[q] = lo.b, r->lo_h[q] = lo.h, r->lo_u[q] = lo.u, r->lo_v[q] = lo.v;
+    r->hi_w[q] = hi.w, r->hi_b[q] = hi.b, r->hi_h[q] = hi.h, r->hi_u[q] = hi.u, r->hi_v[q] = hi.v;
+    r->act[q] = act[1];
   }
-  return amax;
+}
+
+static void reconstruct_run(const swe_part *s, const swe_consts *k, swe_idx c0, int n, swe_idx step,
+                            swe_idx cstep, int x_axis, side_run *r) {
+#define RECONSTRUCT(at, count) reconstruct_span(s, k, c0, at, count, step, cstep, x_axis, r)
+  IN_SPANS(n, RECONSTRUCT);
+#undef RECONSTRUCT
+}
+
+/* The faces q = at .. at + n - 1 between the high sides of `low` (index a0 + q) and the low
+ * sides of `high` (b0 + q): fluxes into f0, f1, f2 at c0 + q, the pressure corrections of their
+ * low and high cells into corr_lo[q], corr_hi[q], wave speeds into speed[q]. */
+static void faces_span(const swe_consts *k, const side_run *low, int a0, const side_run *high,
+                       int b0, int at, int n, ts_real *restrict f0, ts_real *restrict f1,
+                       ts_real *restrict f2, swe_idx c0, ts_real *restrict corr_lo,
+                       ts_real *restrict corr_hi, ts_real *restrict speed) {
+  const swe_consts kk = *k;
+  const ts_real *restrict aw = low->hi_w + a0, *restrict ab = low->hi_b + a0;
+  const ts_real *restrict ah = low->hi_h + a0, *restrict au = low->hi_u + a0;
+  const ts_real *restrict av = low->hi_v + a0, *restrict bw = high->lo_w + b0;
+  const ts_real *restrict bb = high->lo_b + b0, *restrict bh = high->lo_h + b0;
+  const ts_real *restrict bu = high->lo_u + b0, *restrict bv = high->lo_v + b0;
+  const int *restrict act_a = low->act + a0, *restrict act_b = high->act + b0;
+  for (int q = at; q < at + n; q++) {
+    swe_side hi_a = {aw[q], ab[q], ah[q], au[q], av[q]};
+    swe_side lo_b = {bw[q], bb[q], bh[q], bu[q], bv[q]};
+    ts_real flux[3], cl, ch;
+    speed[q] = swe_face_between(&kk, act_a[q], act_b[q], hi_a, lo_b, flux, &cl, &ch);
+    f0[c0 + q] = flux[0], f1[c0 + q] = flux[1], f2[c0 + q] = flux[2];
+    corr_lo[q] = cl, corr_hi[q] = ch;
+  }
+}
+
+static void faces_run(const swe_consts *k, const side_run *low, int a0, const side_run *high,
+                      int b0, int n, ts_real *f0, ts_real *f1, ts_real *f2, swe_idx c0,
+                      ts_real *corr_lo, ts_real *corr_hi, ts_real *speed) {
+#define FACES(at, count)                                                                           \
+  faces_span(k, low, a0, high, b0, at, count, f0, f1, f2, c0, corr_lo, corr_hi, speed)
+  IN_SPANS(n, FACES);
+#undef FACES
+}
+
+/* The bed sources of cells q = at .. at + n - 1 of r (index r0 + q): the pressure correction of
+ * the low face (below[q]) and the slope source between the cell's sides where the cell is
+ * active, less the correction of the high face (above[q]); into src[c0 + q]. */
+static void sources_span(const swe_consts *k, const side_run *r, int r0, int at, int n,
+                         const ts_real *restrict below, const ts_real *restrict above,
+                         ts_real *restrict src, swe_idx c0) {
+  ts_real g = k->g;
+  const ts_real *restrict lh = r->lo_h + r0, *restrict lb = r->lo_b + r0;
+  const ts_real *restrict hh = r->hi_h + r0, *restrict hb = r->hi_b + r0;
+  const int *restrict act = r->act + r0;
+  for (int q = at; q < at + n; q++) {
+    swe_side lo = {0, lb[q], lh[q], 0, 0}, hi = {0, hb[q], hh[q], 0, 0};
+    ts_real low = act[q] ? below[q] + swe_bed_source(lo, hi, g) : SWE_R(0);
+    src[c0 + q] = low - above[q];
+  }
+}
+
+static void sources_run(const swe_consts *k, const side_run *r, int r0, int n, const ts_real *below,
+                        const ts_real *above, ts_real *src, swe_idx c0) {
+#define SOURCES(at, count) sources_span(k, r, r0, at, count, below, above, src, c0)
+  IN_SPANS(n, SOURCES);
+#undef SOURCES
+}
+
+/* The largest of speed[lo .. hi] within [0, n) (none: 0). */
+static ts_real speed_max(const ts_real *speed, int n, int lo, int hi) {
+  ts_real m = 0;
+  for (int q = lo < 0 ? 0 : lo; q <= hi && q < n; q++)
+    m = swe_max(m, speed[q]);
+  return m;
+}
+
+/* What a thread keeps for the runs of a tile. */
+typedef struct flux_scratch {
+  side_run rows[2];
+  ts_real corr_lo[RUN + 1], corr_hi[RUN + 1], speed[RUN + 1], pending[RUN], zero[RUN];
+} flux_scratch;
+
+/* Fluxes on the faces of the cells [i0, i1) x [j0, j1) (i1 - i0 <= RUN) and the bed sources of
+ * those cells: x faces i0 .. i1 of each row, y faces j0 .. j1 of each column. The wave speeds
+ * of the faces of owned cells go into ax, ay. */
+static void fluxes_block(swe_part *s, const swe_consts *k, int i0, int i1, int j0, int j1,
+                         flux_scratch *x, ts_real *ax, ts_real *ay) {
+  swe_region own = s->own;
+  int n = i1 - i0;
+  ts_real *fx0 = A(s->fx[0]), *fx1 = A(s->fx[1]), *fx2 = A(s->fx[2]), *sx = A(s->src_x);
+  ts_real *fy0 = A(s->fy[0]), *fy1 = A(s->fy[1]), *fy2 = A(s->fy[2]), *sy = A(s->src_y);
+  /* x: cells i0 - 1 .. i1 of each row, faces i0 .. i1 */
+  for (int j = j0; j < j1; j++) {
+    side_run *r = &x->rows[0];
+    swe_idx c = swe_index(s, i0, j);
+    reconstruct_run(s, k, c - 1, n + 2, 1, s->row, 1, r);
+    faces_run(k, r, 0, r, 1, n + 1, fx0, fx1, fx2, c, x->corr_lo, x->corr_hi, x->speed);
+    sources_run(k, r, 1, n, x->corr_hi, x->corr_lo + 1, sx, c);
+    if (j >= own.j0 && j < own.j1)
+      *ax = swe_max(*ax, speed_max(x->speed, n + 1, own.i0 - i0, own.i1 - i0));
+  }
+  /* y: rows j0 - 1 .. j1 of the cells i0 .. i1 - 1, faces j0 .. j1 between them */
+  int lo = own.i0 - i0, hi = own.i1 - 1 - i0;
+  reconstruct_run(s, k, swe_index(s, i0, j0 - 1), n, s->row, 1, 0, &x->rows[1]);
+  for (int j = j0; j <= j1; j++) {
+    side_run *below = &x->rows[(j - j0 + 1) & 1], *here = &x->rows[(j - j0) & 1];
+    swe_idx c = swe_index(s, i0, j);
+    reconstruct_run(s, k, c, n, s->row, 1, 0, here);
+    faces_run(k, below, 0, here, 0, n, fy0, fy1, fy2, c, x->corr_lo, x->corr_hi, x->speed);
+    if (j > j0)
+      for (int q = 0; q < n; q++)
+        sy[c - s->row + q] = x->pending[q] - x->corr_lo[q];
+    /* the next row's bed sources start with this row's: the low face's correction and the
+     * slope source (sources_run with a zero high face) */
+    sources_run(k, here, 0, n, x->corr_hi, x->zero, x->pending, 0);
+    if (j >= own.j0 && j <= own.j1)
+      *ay = swe_max(*ay, speed_max(x->speed, n, lo, hi));
+  }
 }
 
 /* Cells of tile k within region r: [i0, i1) x [j0, j1); 0 when there are none. */
@@ -228,25 +351,18 @@ static inline int tile_cells(const swe_part *s, int k, swe_region r, int *i0, in
  * are dry with dry surroundings: their fluxes are zero. */
 static void kernels_fluxes(swe_part *s, swe_region r, double amax[2]) {
   ts_real ax = 0, ay = 0;
-  swe_region own = s->own;
-#pragma omp parallel for schedule(dynamic, 4) reduction(max : ax, ay) num_threads(s->threads)
-  for (int t = 0; t < s->ntile_list; t++) {
-    int i0, i1, j0, j1;
-    if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
-      continue;
-    for (int j = j0; j < j1; j++) {
-      int owned = j >= own.j0 && j < own.j1;
-      ts_real a =
-          sweep_line(s, swe_index(s, i0, j), 1, s->row, i1 - i0, 1, A(s->fx[0]), A(s->fx[1]),
-                     A(s->fx[2]), A(s->src_x), own.i0 - i0, owned ? own.i1 - i0 : -1);
-      ax = swe_max(ax, a);
-    }
-    for (int i = i0; i < i1; i++) {
-      int owned = i >= own.i0 && i < own.i1;
-      ts_real a =
-          sweep_line(s, swe_index(s, i, j0), s->row, 1, j1 - j0, 0, A(s->fy[0]), A(s->fy[1]),
-                     A(s->fy[2]), A(s->src_y), own.j0 - j0, owned ? own.j1 - j0 : -1);
-      ay = swe_max(ay, a);
+  swe_consts k = swe_part_consts(s);
+#pragma omp parallel reduction(max : ax, ay) num_threads(s->threads)
+  {
+    flux_scratch x; /* 14 kB in double */
+    memset(x.zero, 0, sizeof x.zero);
+#pragma omp for schedule(dynamic, 4)
+    for (int t = 0; t < s->ntile_list; t++) {
+      int i0, i1, j0, j1;
+      if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
+        continue;
+      for (int a = i0; a < i1; a += RUN)
+        fluxes_block(s, &k, a, a + RUN < i1 ? a + RUN : i1, j0, j1, &x, &ax, &ay);
     }
   }
   if (amax) {
@@ -278,10 +394,35 @@ static void kernels_drain(swe_part *s, swe_region r, double dt) {
     int i0, i1, j0, j1;
     if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++)
-      for (int i = i0; i < i1; i++)
-        swe_drain_cell(&a, &k, swe_index(s, i, j), (ts_real)dt);
+    for (int j = j0; j < j1; j++) {
+      int64_t c0 = swe_index(s, i0, j);
+#pragma omp simd
+      for (int i = 0; i < i1 - i0; i++)
+        swe_drain_cell(&a, &k, c0 + i, (ts_real)dt);
+    }
   }
+}
+
+/* The update of the active cells c0 .. c0 + n - 1 of a row. A row of active cells is one loop
+ * the compiler vectorises, with the stage and the order as constants (stage, order: literals
+ * at each call), so that no select is left on a flag. */
+static inline int update_row(swe_arrays a, swe_consts k, swe_idx c0, int n, ts_real dt,
+                             const int stage, const int order) {
+  const unsigned char *active = a.active;
+  int all = 1, bad = 0;
+  k.rk_order = order;
+  for (int i = 0; i < n; i++)
+    all &= active[c0 + i];
+  if (all) {
+#pragma omp simd reduction(| : bad)
+    for (int i = 0; i < n; i++)
+      bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
+    return bad;
+  }
+  for (int i = 0; i < n; i++)
+    if (active[c0 + i])
+      bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
+  return bad;
 }
 
 /* Euler stage on the active cells of r in active tiles (swe_update_cell). Returns nonzero if a
@@ -295,12 +436,16 @@ static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
     int i0, i1, j0, j1;
     if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++)
-      for (int i = i0; i < i1; i++) {
-        int64_t c = swe_index(s, i, j);
-        if (s->active[c])
-          bad |= swe_update_cell(&a, &a, &k, c, c, (ts_real)dt, stage);
-      }
+    for (int j = j0; j < j1; j++) {
+      swe_idx c0 = swe_index(s, i0, j);
+      ts_real d = (ts_real)dt;
+      if (k.rk_order == 1)
+        bad |= update_row(a, k, c0, i1 - i0, d, 0, 1);
+      else if (stage == 0)
+        bad |= update_row(a, k, c0, i1 - i0, d, 0, 2);
+      else
+        bad |= update_row(a, k, c0, i1 - i0, d, 1, 2);
+    }
   }
   return bad;
 }

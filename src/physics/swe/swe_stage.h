@@ -84,12 +84,12 @@ TS_HD static inline void swe_cell_velocity(const swe_arrays *a, const swe_consts
  * along an axis: activity, surface, bed, normal and tangential discharges and velocities. An
  * inactive neighbour acts as a mirror of the cell (a wall): the cell's values with the normal
  * components reversed. */
-TS_HD static inline void swe_reconstruct_mirrored(const int act[3], const ts_real w[3],
-                                                  const ts_real bed[3], const ts_real qn[3],
-                                                  const ts_real qt[3], const ts_real un[3],
-                                                  const ts_real ut[3], const swe_consts *k,
-                                                  ts_real face_lo, ts_real face_hi, swe_side *lo,
-                                                  swe_side *hi) {
+TS_HD_INLINE static inline void swe_reconstruct_mirrored(const int act[3], const ts_real w[3],
+                                                         const ts_real bed[3], const ts_real qn[3],
+                                                         const ts_real qt[3], const ts_real un[3],
+                                                         const ts_real ut[3], const swe_consts *k,
+                                                         ts_real face_lo, ts_real face_hi,
+                                                         swe_side *lo, swe_side *hi) {
   ts_real wv[3], h[3], qnv[3], qtv[3], u[3], v[3];
   for (int n3 = 0; n3 < 3; n3++) {
     int own = n3 == 1 || act[n3];
@@ -137,20 +137,23 @@ TS_HD static inline ts_real swe_face_bed(const swe_arrays *a, swe_idx c, swe_idx
 
 /* Face between cell a (low side) and b (high side); `hi_a` and `lo_b` are their sides. Writes
  * the flux and the pressure corrections; returns the wave speed. */
-TS_HD static inline ts_real swe_face_between(const swe_consts *k, int act_a, int act_b,
-                                             swe_side hi_a, swe_side lo_b, ts_real flux[3],
-                                             ts_real *corr_a, ts_real *corr_b) {
-  ts_real speed = 0;
-  *corr_a = *corr_b = 0;
-  if (act_a && act_b)
-    swe_face_flux(hi_a, lo_b, k->g, flux, corr_a, corr_b, &speed);
-  else if (act_a)
-    swe_face_flux(hi_a, swe_mirror(hi_a), k->g, flux, corr_a, corr_b, &speed);
-  else if (act_b)
-    swe_face_flux(swe_mirror(lo_b), lo_b, k->g, flux, corr_a, corr_b, &speed);
-  else
-    flux[0] = flux[1] = flux[2] = 0;
-  return speed;
+TS_HD_INLINE static inline ts_real swe_face_between(const swe_consts *k, int act_a, int act_b,
+                                                    swe_side hi_a, swe_side lo_b, ts_real flux[3],
+                                                    ts_real *corr_a, ts_real *corr_b) {
+  /* an inactive side is the mirror of the active one (a wall); selects, not branches, so that
+   * the CPU computes a SIMD row of faces at once */
+  swe_side left = {act_a ? hi_a.w : lo_b.w, act_a ? hi_a.b : lo_b.b, act_a ? hi_a.h : lo_b.h,
+                   act_a ? hi_a.u : -lo_b.u, act_a ? hi_a.v : lo_b.v};
+  swe_side right = {act_b ? lo_b.w : hi_a.w, act_b ? lo_b.b : hi_a.b, act_b ? lo_b.h : hi_a.h,
+                    act_b ? lo_b.u : -hi_a.u, act_b ? lo_b.v : hi_a.v};
+  ts_real speed;
+  swe_face_flux(left, right, k->g, flux, corr_a, corr_b, &speed);
+  int any = act_a || act_b;
+  for (int c = 0; c < 3; c++)
+    flux[c] = any ? flux[c] : SWE_R(0);
+  *corr_a = any ? *corr_a : SWE_R(0);
+  *corr_b = any ? *corr_b : SWE_R(0);
+  return any ? speed : SWE_R(0);
 }
 
 /* Ghost cell g of an open side copies interior cell `in`: depth, discharges, surface over its
@@ -252,9 +255,10 @@ TS_HD static inline int swe_finite(ts_real x) { return x - x == 0; }
  * nonzero if a non-finite value appeared. limits: the limiters of the west, east, south and
  * north faces, for faces whose fluxes are limited already (a coarse face at a level interface
  * holds the mean of its fine faces' limited fluxes and limiter 1); NULL: from the drains. */
-TS_HD static inline int swe_update_cell_limited(const swe_arrays *a, const swe_arrays *f,
-                                                const swe_consts *k, swe_idx c, swe_idx cf,
-                                                ts_real dt, int stage, const ts_real *limits) {
+TS_HD_INLINE static inline int swe_update_cell_limited(const swe_arrays *a, const swe_arrays *f,
+                                                       const swe_consts *k, swe_idx c, swe_idx cf,
+                                                       ts_real dt, int stage,
+                                                       const ts_real *limits) {
   const ts_real *drain = f->drain, *cap = f->speed_cap;
   const ts_real *fx0 = f->fx[0], *fx1 = f->fx[1], *fx2 = f->fx[2];
   const ts_real *fy0 = f->fy[0], *fy1 = f->fy[1], *fy2 = f->fy[2];
@@ -333,9 +337,9 @@ TS_HD static inline int swe_update_cell_limited(const swe_arrays *a, const swe_a
 
 /* The update of a cell whose faces are limited by the outflow limiters (swe_update_cell_limited
  * without limits). */
-TS_HD static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f,
-                                        const swe_consts *k, swe_idx c, swe_idx cf, ts_real dt,
-                                        int stage) {
+TS_HD_INLINE static inline int swe_update_cell(const swe_arrays *a, const swe_arrays *f,
+                                               const swe_consts *k, swe_idx c, swe_idx cf,
+                                               ts_real dt, int stage) {
   return swe_update_cell_limited(a, f, k, c, cf, dt, stage, (const ts_real *)0);
 }
 
