@@ -406,11 +406,20 @@ static void kernels_drain(swe_part *s, swe_region r, double dt) {
 /* The update of the active cells c0 .. c0 + n - 1 of a row. A row of active cells is one loop
  * the compiler vectorises, with the stage and the order as constants (stage, order: literals
  * at each call), so that no select is left on a flag. */
-static inline int update_row(swe_arrays a, swe_consts k, swe_idx c0, int n, ts_real dt,
-                             const int stage, const int order) {
+__attribute__((always_inline)) static inline int update_row(swe_arrays a, swe_consts k, swe_idx c0,
+                                                            int n, ts_real dt, const int stage,
+                                                            const int order,
+                                                            const int cell_friction) {
   const unsigned char *active = a.active;
   int all = 1, bad = 0;
   k.rk_order = order;
+  /* what the compiler may take as known: the velocities are kept, and friction per cell or
+   * uniform (otherwise it makes masked loads and stores of them, slow on some CPUs) */
+  if (!a.u || (cell_friction && !a.friction))
+    __builtin_unreachable();
+  if (!cell_friction)
+    a.friction = NULL;
+  a.start_kept = 0; /* (as swe_part_arrays gives it) */
   for (int i = 0; i < n; i++)
     all &= active[c0 + i];
   if (all) {
@@ -439,12 +448,15 @@ static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
     for (int j = j0; j < j1; j++) {
       swe_idx c0 = swe_index(s, i0, j);
       ts_real d = (ts_real)dt;
-      if (k.rk_order == 1)
-        bad |= update_row(a, k, c0, i1 - i0, d, 0, 1);
-      else if (stage == 0)
-        bad |= update_row(a, k, c0, i1 - i0, d, 0, 2);
+      int n = i1 - i0;
+      if (a.friction)
+        bad |= k.rk_order == 1 ? update_row(a, k, c0, n, d, 0, 1, 1)
+               : stage == 0    ? update_row(a, k, c0, n, d, 0, 2, 1)
+                               : update_row(a, k, c0, n, d, 1, 2, 1);
       else
-        bad |= update_row(a, k, c0, i1 - i0, d, 1, 2);
+        bad |= k.rk_order == 1 ? update_row(a, k, c0, n, d, 0, 1, 0)
+               : stage == 0    ? update_row(a, k, c0, n, d, 0, 2, 0)
+                               : update_row(a, k, c0, n, d, 1, 2, 0);
     }
   }
   return bad;

@@ -241,7 +241,8 @@ TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k
 /* Limiter that applies to a face: that of the cell the water leaves. */
 TS_HD static inline ts_real swe_face_limit(const ts_real *drain, ts_real mass_flux, swe_idx lo,
                                            swe_idx hi) {
-  return mass_flux > 0 ? drain[lo] : (mass_flux < 0 ? drain[hi] : SWE_R(1));
+  ts_real from_lo = drain[lo], from_hi = drain[hi]; /* both read: a select, not masked loads */
+  return mass_flux > 0 ? from_lo : (mass_flux < 0 ? from_hi : SWE_R(1));
 }
 
 TS_HD static inline int swe_finite(ts_real x) { return x - x == 0; }
