@@ -543,14 +543,11 @@ static void kernels_tile_mask(swe_part *s, swe_region valid) {
     tile_cells(s, k, all, &i0, &i1, &j0, &j1);
     if (i0 < valid.i0 || i1 > valid.i1 || j0 < valid.j0 || j1 > valid.j1)
       any = 1;
-    for (int j = j0; j < j1 && !any; j++)
-      for (int i = i0; i < i1; i++) {
-        int64_t c = swe_index(s, i, j);
-        if (s->active[c] && w[c] > bed[c]) {
-          any = 1;
-          break;
-        }
-      }
+    for (int j = j0; j < j1 && !any; j++) { /* a row at a time, vectorised */
+      int64_t c0 = swe_index(s, i0, j);
+      for (int i = 0; i < i1 - i0; i++)
+        any |= s->active[c0 + i] & (w[c0 + i] > bed[c0 + i]);
+    }
     s->tile_wet[k] = (unsigned char)any;
   }
   unsigned feeds = swe_feeding_sides(s->p, s->internal);
