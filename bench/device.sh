@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu|memory] [CTEST_REGEX]
+#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu|memory|cell-functions] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -113,6 +113,28 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       --set output.times=4000 --out "$out/malpasset10"
     grep -E '"(steps|wall_s|mcells_per_s|mass_rel_error)"' "$out/malpasset10/summary.json"
   } 2>&1 | tee "$out/bench.log"
+fi
+
+# After a change of the shared cell functions (issue 19's CPU loops): the shallow-water GPU
+# speed on the bench basin and Malpasset 10 m (GPU 0), and the CPU loops of both builds on this
+# machine's cores (the same bits: cpu.kernels_same_bits).
+if [ "$what" = cell-functions ]; then
+  {
+    for prec in float double; do
+      "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --precision $prec
+    done
+    m=$root/examples/malpasset
+    d=$m/data
+    "$T" run "$m/malpasset.ini" --quiet --set parallel.backend=cuda --set parallel.devices=0 \
+      --set swe.bed="$d/malpasset_dem_10m_nodata.asc.gz" \
+      --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.formats=asc \
+      --set output.times=4000 --out "$out/malpasset10"
+    grep -E '"(steps|wall_s|output_s)"' "$out/malpasset10/summary.json"
+    for isa in baseline x86-64-v3; do
+      TESSERA_CPU_KERNELS=$isa OMP_NUM_THREADS=16 "$T" bench swe --size 2048 --steps 10
+      TESSERA_CPU_KERNELS=$isa OMP_NUM_THREADS=16 "$T" bench lbm --size 96 --steps 20
+    done
+  } 2>&1 | tee "$out/cell_functions.log"
 fi
 
 # GPU memory per cell and the largest grid one GPU holds (issue 19): shallow water in float and
