@@ -129,7 +129,7 @@ TS_HD_INLINE static inline void swe_face_flux(swe_side L, swe_side R, ts_real g,
   ts_real inv = SWE_R(1) / (ap - am), apam = ap * am;
   /* no water crosses: zero flux whatever the (meaningless) velocities of the sides (a select:
    * the CPU computes a SIMD row of faces at once) */
-  int crosses = hl + hr > 0; /* hl > 0 or hr > 0: both are >= 0 */
+  int crosses = (L.w - bstar > 0) | (R.w - bstar > 0); /* hl > 0 or hr > 0 (NaN too) */
   *speed = crosses ? swe_max(ap, -am) : SWE_R(0);
   for (int c = 0; c < 3; c++)
     flux[c] = crosses ? (ap * fl[c] - am * fr[c]) * inv + apam * inv * (ur[c] - ul[c]) : SWE_R(0);
