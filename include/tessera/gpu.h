@@ -23,10 +23,10 @@ ts_status ts_gpu_info_of(int device, ts_gpu_info *info);
 int ts_gpu_peer_access(int from, int to); /* 1 when `from` can read and write `to`'s memory */
 /* "CUDA runtime 13.0, driver 13.0", or "none (CPU build)". */
 const char *ts_gpu_runtime(void);
-/* The device memory in use on every GPU of this process (by any process) and free, summed over
- * the GPUs, in bytes; 0 and 0 without CUDA. Benchmarks take the difference over a run as the
- * run's device memory. */
-void ts_gpu_memory(double *used, double *free_bytes);
+/* The device memory in use (by any process) and free, summed over the n GPUs devices[] (n = 0:
+ * every GPU of this process), in bytes; 0 and 0 without CUDA. Benchmarks take the difference
+ * over a run as the run's device memory. */
+void ts_gpu_memory(const int *devices, int n, double *used, double *free_bytes);
 /* Copy bandwidth of a device (GB/s, bytes read plus bytes written) over a copy of `bytes`
  * bytes, the median of 10 copies; 0 on failure. */
 double ts_gpu_copy_bandwidth(int device, double bytes);

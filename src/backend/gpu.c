@@ -51,19 +51,24 @@ int ts_gpu_peer_access(int from, int to) {
 #endif
 }
 
-void ts_gpu_memory(double *used, double *free_bytes) {
+void ts_gpu_memory(const int *devices, int n, double *used, double *free_bytes) {
   *used = *free_bytes = 0;
 #if TESSERA_HAVE_CUDA
-  int current = 0, n = ts_gpu_count();
+  int current = 0, all = n <= 0;
+  if (all)
+    n = ts_gpu_count();
   cudaGetDevice(&current);
-  for (int d = 0; d < n; d++) {
+  for (int k = 0; k < n; k++) {
     size_t available = 0, total = 0;
+    int d = all ? k : devices[k];
     if (cudaSetDevice(d) == cudaSuccess && cudaMemGetInfo(&available, &total) == cudaSuccess) {
       *used += (double)(total - available);
       *free_bytes += (double)available;
     }
   }
   cudaSetDevice(current);
+#else
+  (void)devices, (void)n;
 #endif
 }
 

@@ -80,7 +80,7 @@ static int timed_run(const ts_comm *comm, const ts_lbm_params *p, long steps, do
   double used0 = 0, free0 = 0, used1 = 0, free1 = 0;
   device[0] = device[1] = 0; /* GPU bytes per cell taken by the run, cells the free memory holds */
   if (p->cuda)
-    ts_gpu_memory(&used0, &free0);
+    ts_gpu_memory(p->devices, p->ndevices, &used0, &free0);
   ts_status st = ts_lbm_create(&s, p, comm);
   if (st == TS_OK) {
     st = ts_lbm_step(s, 2);
@@ -93,7 +93,7 @@ static int timed_run(const ts_comm *comm, const ts_lbm_params *p, long steps, do
     *bytes = ts_lbm_bytes_per_cell(s);
     *subdomains = ts_lbm_decomp(s)->count;
     if (p->cuda)
-      ts_gpu_memory(&used1, &free1);
+      ts_gpu_memory(p->devices, p->ndevices, &used1, &free1);
     if (ts_comm_size(comm) == 1 && used1 > used0) {
       device[0] = (used1 - used0) / ((double)p->n[0] * p->n[1] * p->n[2]);
       device[1] = free0 / device[0];

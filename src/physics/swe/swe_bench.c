@@ -72,7 +72,7 @@ static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel 
   ts_swe *s;
   double used0 = 0, free0 = 0, used1 = 0, free1 = 0;
   if (par->backend == TS_BACKEND_CUDA)
-    ts_gpu_memory(&used0, &free0);
+    ts_gpu_memory(par->devices, par->ndevices, &used0, &free0);
   TS_CALL(bench_case(n, precision, par, &s));
   double dt;
   ts_status st = TS_OK;
@@ -119,7 +119,7 @@ static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel 
     }
     *bytes = ts_swe_bytes_per_cell_step(s);
     if (par->backend == TS_BACKEND_CUDA)
-      ts_gpu_memory(&used1, &free1);
+      ts_gpu_memory(par->devices, par->ndevices, &used1, &free1);
     if (ts_comm_size(ts_comm_world()) == 1 && used1 > used0) {
       r->device_bytes_per_cell = (used1 - used0) / g.cells;
       r->device_cells_max = free0 / r->device_bytes_per_cell;
