@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu|memory|cell-functions] [CTEST_REGEX]
+#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu|memory|lbm-profile|lbm-ab|cell-functions] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -150,6 +150,46 @@ if [ "$what" = memory ]; then
         --steps 100 --json "$out/memory_lbm_$st.json"
     done
   } 2>&1 | tee "$out/memory.log"
+fi
+
+# Where the lattice Boltzmann step's time and bytes go on GPU 0 (issue 19): the FluidX3D box at
+# 384^3, fp32 and fp16, each kernel's time, DRAM and L2 bytes, instructions and stalls (Nsight
+# Compute on the launches after a warm-up), then the benchmark itself.
+if [ "$what" = lbm-profile ]; then
+  {
+    for st in fp32 fp16; do
+      ncu --clock-control none --launch-skip 8 --launch-count 8 --metrics \
+gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,\
+lts__t_sectors_op_write.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,\
+smsp__average_warp_latency_issue_stalled_long_scoreboard,smsp__average_warp_latency_issue_stalled_lg_throttle,\
+smsp__average_warp_latency_issue_stalled_drain,smsp__average_warp_latency_issue_stalled_membar \
+        "$T" bench lbm --backend cuda --devices 0 --lattice D3Q19 --storage $st --size 384 \
+        --steps 8 | grep -v "^==PROF==" | head -200
+      "$T" bench lbm --backend cuda --devices 0 --lattice D3Q19 --storage $st --size 384 \
+        --steps 200 --json "$out/lbm_profile_$st.json"
+    done
+  } 2>&1 | tee "$out/lbm_profile.log"
+fi
+
+# A change of the lattice Boltzmann GPU step against the build before it, in the same call: the
+# build before it unpacked in $BASE_BUILD (default build-old), the two runs alternating, twice.
+if [ "$what" = lbm-ab ]; then
+  base=$root/${BASE_BUILD:-build-old}/apps/tessera/tessera
+  {
+    for st in fp32 fp16; do
+      for n in 256 384; do
+        for rep in 1 2; do
+          for b in before after; do
+            bin=$T
+            [ $b = before ] && bin=$base
+            echo "== $b $st ${n}^3 run $rep: $("$bin" bench lbm --backend cuda --devices 0 \
+              --lattice D3Q19 --storage $st --size $n --steps 200 | grep -A1 MLUPs | tail -1)"
+          done
+        done
+      done
+    done
+  } 2>&1 | tee "$out/lbm_ab.log"
 fi
 
 # Malpasset at 10 m (4000 s, float) on one GPU and on every GPU of the machine: one process with

@@ -324,6 +324,8 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
       }
   mark_bulk(s, p);
   TS_CALL(part_lists(s, p));
+  for (int a = 0; a < 3; a++) /* a part alone wraps across its periodic axes where it can */
+    p->wrap[a] = s->k->wraps && s->decomp.count == 1 && periodic_axis(s, a) ? s->p.n[a] : 0;
   TS_CALL(s->k->init(p, &s->p, &s->consts));
   return s->k->attach ? s->k->attach(p, device) : TS_OK;
 }
@@ -467,6 +469,10 @@ static void periodic_images(const ts_lbm *s, lbm_part *p, int forward) {
     }
   }
 }
+
+/* Whether the part's odd steps wrap across its periodic axes: its images are then refreshed
+ * only for host code (moments and checkpoints). */
+static int wraps(const lbm_part *p) { return p->wrap[0] || p->wrap[1] || p->wrap[2]; }
 
 static void keep_walls(const ts_lbm *s, lbm_part *p, int restore) {
   if (s->k->keep) {
@@ -694,7 +700,8 @@ void ts_lbm_destroy(ts_lbm *s) {
  * others, then the populations pushed into halos go back to their owners. */
 static ts_status odd_step(ts_lbm *s) {
   for (int k = 0; k < s->nparts; k++)
-    periodic_images(s, &s->parts[k], 1);
+    if (!wraps(&s->parts[k]))
+      periodic_images(s, &s->parts[k], 1);
   TS_CALL(exchange_start(s, s->forward));
 #pragma omp parallel for schedule(dynamic, 1) if (s->nparts > 1 && !s->recording)
   for (int k = 0; k < s->nparts; k++)
@@ -709,7 +716,8 @@ static ts_status odd_step(ts_lbm *s) {
   TS_CALL(exchange(s, s->back_diagonal));
   for (int k = 0; k < s->nparts; k++) {
     keep_walls(s, &s->parts[k], 1);
-    periodic_images(s, &s->parts[k], 0);
+    if (!wraps(&s->parts[k]))
+      periodic_images(s, &s->parts[k], 0);
   }
   return TS_OK;
 }
@@ -1041,6 +1049,8 @@ ts_status ts_lbm_save(ts_lbm *s, FILE *f) {
                      : ts_error(TS_ERR_NOMEM, "out of memory for a checkpoint");
   char *w = mine;
   for (int k = 0; k < s->nparts && st == TS_OK; k++) {
+    if (wraps(&s->parts[k]) && s->steps % 2 == 0) /* the images as pushed into: the partners' */
+      periodic_images(s, &s->parts[k], 1);
     if (s->k->to_host)
       s->k->to_host(&s->parts[k]);
     share_copy(s, &s->parts[k], w, 0);

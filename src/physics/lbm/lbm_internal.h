@@ -74,6 +74,11 @@ typedef struct lbm_part {
   int nperiodic;
   int64_t *periodic_node, *periodic_partner;
   uint32_t *periodic_pushed, *periodic_pulled;
+  /* Per axis, the interior nodes of a periodic axis across which the part's odd steps pull and
+   * push themselves, wrapping from the last node to the first (0: none; then the images above
+   * are only refreshed for host code: moments and checkpoints). Set for the parts of a backend
+   * with `wraps` in a run of one part. */
+  int wrap[3];
   /* Slots of owned nodes that a reverse exchange overwrites although their population came
    * from a wall (bounce-back at a subdomain border): saved before, restored after. */
   int nkeep;
@@ -113,6 +118,7 @@ typedef struct lbm_kernels {
   void (*sync)(lbm_part *p);
   void (*periodic)(lbm_part *p, int forward);
   void (*keep)(lbm_part *p, int restore);
+  int wraps; /* odd steps can wrap across periodic axes (lbm_part.wrap) */
   /* Steps ordered on the devices (pairs of steps as one CUDA graph): the part's stream; order
    * makes p's queued work from now on wait for `after`'s queued so far; stream_after makes the
    * work queued from now on on `stream` (of any device: the halo copies to a device, the

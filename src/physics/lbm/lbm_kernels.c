@@ -22,7 +22,7 @@ typedef float lbm_store;
 
 /* The part's arrays as the node updates see them. */
 static lbm_view view_of(const lbm_part *p) {
-  lbm_view v = {(lbm_store *)p->f, p->type, p->plane, {0}};
+  lbm_view v = {(lbm_store *)p->f, p->type, p->plane, {0}, {0, 0, 0}};
   for (int q = 0; q < LBM_Q; q++)
     v.off[q] = lbm_c(q, 0) + (int64_t)p->len[0] * (lbm_c(q, 1) + (int64_t)p->len[1] * lbm_c(q, 2));
   return v;
@@ -78,7 +78,7 @@ static void step_segment(const lbm_view *v, const lbm_consts *k, const lbm_model
     unsigned char t = v->type[n];
     if (!(t & LBM_BULK)) {
       if (lbm_computed(t) && odd)
-        lbm_odd_node(v, k, m, n);
+        lbm_odd_node(v, k, m, n, 0);
       else if (lbm_computed(t))
         lbm_even_node(v, k, m, n);
       n++;
@@ -128,7 +128,7 @@ static void kernels_moments(const lbm_part *p, const lbm_consts *k, int odd, int
   lbm_view v = view_of(p);
   float f[LBM_Q];
   if (odd) {
-    lbm_gather_incoming(&v, k, n, f);
+    lbm_gather_incoming(&v, k, n, 0, f);
   } else {
     LBM_UNROLL
     for (int q = 0; q < LBM_Q; q++)

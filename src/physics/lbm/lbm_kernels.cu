@@ -3,8 +3,9 @@
  * One thread per node of a box of the part: bulk nodes and nodes next to boundaries call the
  * node updates of lbm_node.h, the CPU's code. The part's host arrays mirror the device's: the
  * CPU backend builds the nodes and the initial state, attach copies them up, and to_host copies
- * the populations down before host code computes moments. Periodic images and the wall slots kept
- * across the push-back exchanges are small kernels over the part's lists. */
+ * the populations down before host code computes moments. A part alone in its run wraps its odd
+ * steps across the periodic axes (lbm_part.wrap); otherwise periodic images, and the wall slots
+ * kept across the push-back exchanges, are small kernels over the part's lists. */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -53,11 +54,13 @@ static lbm_gpu *use(const lbm_part *p) {
 
 static void check(cudaError_t e, const char *what) { ts_gpu_check((int)e, what); }
 
-/* Where the kernels find a part's nodes, and the element offset of the neighbour along each
- * direction. */
+/* Where the kernels find a part's nodes, the element offset of the neighbour along each
+ * direction, and the axes the part wraps across (lbm_part.wrap; step: lbm_view.wrap). */
 struct nodes_t {
   int lo[3], len[3];
   int off[LBM_Q];
+  int wrap[3];
+  int64_t step[3];
 };
 
 /* Threads per block of the bulk kernel (8 blocks per multiprocessor: at most 64 registers). */
@@ -67,7 +70,9 @@ struct nodes_t {
  * lbm_collide (the CPU's function) and stored, as lbm_bulk_node does on the CPU. The slot
  * indices are of type I (32 bits where the part has fewer than 2^32 slots: fewer registers
  * than 64-bit offsets); the step's parity and the collision variant are constants, so the
- * collision has no branch left. Other nodes are left to k_edge. */
+ * collision has no branch left. In odd steps the first and last nodes of the axes the part
+ * wraps across pull and push across the wrap (lbm_wrap_pull) instead of through images. Other
+ * nodes are left to k_edge. */
 template <typename I, int ODD, int TRT, int SMAG>
 static __global__ void __launch_bounds__(LBM_BLOCK, 8)
     k_bulk(lbm_store *__restrict__ f, const unsigned char *__restrict__ type, I plane,
@@ -77,22 +82,41 @@ static __global__ void __launch_bounds__(LBM_BLOCK, 8)
   if (i >= count)
     return;
   I w = (I)(b.hi[0] - b.lo[0]), rows = (I)(b.hi[1] - b.lo[1]);
-  I x = i % w, r = i / w;
-  I n = (b.lo[0] - at.lo[0] + x) + (I)at.len[0] * ((b.lo[1] - at.lo[1] + r % rows) +
-                                                   (I)at.len[1] * (b.lo[2] - at.lo[2] + r / rows));
+  I x = i % w, r = i / w, y = r % rows, z = r / rows;
+  I n = (b.lo[0] - at.lo[0] + x) +
+        (I)at.len[0] * ((b.lo[1] - at.lo[1] + y) + (I)at.len[1] * (b.lo[2] - at.lo[2] + z));
   if (!(type[n] & LBM_BULK))
     return;
+  unsigned wrap = 0;
+  if (ODD) {
+    int c[3] = {b.lo[0] + (int)x, b.lo[1] + (int)y, b.lo[2] + (int)z};
+    wrap = lbm_wrap_code(c, at.wrap);
+  }
   lbm_model m = model;
   m.trt = TRT;
   m.smag = SMAG;
   float fq[LBM_Q], u[3];
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++)
-    fq[q] = LBM_LOAD(f[ODD ? (I)lbm_opposite(q) * plane + n - (I)at.off[q] : (I)q * plane + n]);
+  if (ODD && wrap) {
+    LBM_UNROLL
+    for (int q = 0; q < LBM_Q; q++)
+      fq[q] = LBM_LOAD(
+          f[(I)lbm_opposite(q) * plane + n - (I)at.off[q] + (I)lbm_wrap_pull(at.step, wrap, q)]);
+  } else {
+    LBM_UNROLL
+    for (int q = 0; q < LBM_Q; q++)
+      fq[q] = LBM_LOAD(f[ODD ? (I)lbm_opposite(q) * plane + n - (I)at.off[q] : (I)q * plane + n]);
+  }
   lbm_collide(&m, fq, u);
-  LBM_UNROLL
-  for (int q = 0; q < LBM_Q; q++)
-    f[ODD ? (I)q * plane + n + (I)at.off[q] : (I)lbm_opposite(q) * plane + n] = LBM_STORE(fq[q]);
+  if (ODD && wrap) {
+    LBM_UNROLL
+    for (int q = 0; q < LBM_Q; q++)
+      f[(I)q * plane + n + (I)at.off[q] + (I)lbm_wrap_pull(at.step, wrap, lbm_opposite(q))] =
+          LBM_STORE(fq[q]);
+  } else {
+    LBM_UNROLL
+    for (int q = 0; q < LBM_Q; q++)
+      f[ODD ? (I)q * plane + n + (I)at.off[q] : (I)lbm_opposite(q) * plane + n] = LBM_STORE(fq[q]);
+  }
 }
 
 /* The computed nodes that are not bulk nodes (the list `edge`), by the boundary-aware updates
@@ -102,19 +126,18 @@ static __global__ void k_edge(lbm_view v, const __grid_constant__ lbm_consts k, 
   int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= count)
     return;
-  int64_t n = edge[i];
+  int64_t n = edge[i], rest = n / at.len[0];
+  int c[3] = {at.lo[0] + (int)(n % at.len[0]), at.lo[1] + (int)(rest % at.len[1]),
+              at.lo[2] + (int)(rest / at.len[1])};
   if (which != LBM_ALL) {
-    int64_t rest = n / at.len[0];
-    int x = at.lo[0] + (int)(n % at.len[0]), y = at.lo[1] + (int)(rest % at.len[1]),
-        z = at.lo[2] + (int)(rest / at.len[1]);
-    int in = x >= inner.lo[0] && x < inner.hi[0] && y >= inner.lo[1] && y < inner.hi[1] &&
-             z >= inner.lo[2] && z < inner.hi[2];
+    int in = c[0] >= inner.lo[0] && c[0] < inner.hi[0] && c[1] >= inner.lo[1] &&
+             c[1] < inner.hi[1] && c[2] >= inner.lo[2] && c[2] < inner.hi[2];
     if (in != (which == LBM_INNER))
       return;
   }
   lbm_model m = lbm_model_of(&k);
   if (odd)
-    lbm_odd_node(&v, &k, &m, n);
+    lbm_odd_node(&v, &k, &m, n, lbm_wrap_code(c, at.wrap));
   else
     lbm_even_node(&v, &k, &m, n);
 }
@@ -161,6 +184,11 @@ static nodes_t nodes_of(const lbm_part *p) {
   }
   for (int q = 0; q < LBM_Q; q++)
     at.off[q] = lbm_c(q, 0) + p->len[0] * (lbm_c(q, 1) + p->len[1] * lbm_c(q, 2));
+  int64_t stride[3] = {1, p->len[0], (int64_t)p->len[0] * p->len[1]};
+  for (int a = 0; a < 3; a++) {
+    at.wrap[a] = p->wrap[a];
+    at.step[a] = (int64_t)p->wrap[a] * stride[a];
+  }
   return at;
 }
 
@@ -172,6 +200,8 @@ static lbm_view view_of(const lbm_part *p) {
   nodes_t at = nodes_of(p);
   for (int q = 0; q < LBM_Q; q++)
     v.off[q] = at.off[q];
+  for (int a = 0; a < 3; a++)
+    v.wrap[a] = at.step[a];
   return v;
 }
 
@@ -427,6 +457,7 @@ extern "C" const lbm_kernels LBM_KERNELS = {
     .sync = gpu_sync,
     .periodic = gpu_periodic,
     .keep = gpu_keep,
+    .wraps = 1,
     .stream = gpu_stream,
     .order = gpu_order,
     .stream_after = gpu_stream_after,

@@ -10,14 +10,42 @@
 #include "physics/lbm/lbm_cell.h"
 #include "physics/lbm/lbm_internal.h"
 
-/* A part's arrays as the updates see them: populations (LBM_Q planes), node kinds, and the
- * element offset of the neighbour along each direction. */
+/* A part's arrays as the updates see them: populations (LBM_Q planes), node kinds, the element
+ * offset of the neighbour along each direction and, per axis the part wraps across (see
+ * lbm_part.wrap), the element distance from the first interior node to the last (0: none). */
 typedef struct lbm_view {
   lbm_store *f;
   const unsigned char *type;
   int64_t plane;
   int64_t off[LBM_Q];
+  int64_t wrap[3];
 } lbm_view;
+
+/* A node's place on the axes its part wraps across: bit 2a set where it is the first interior
+ * node along axis a, bit 2a + 1 where it is the last (c: its global node coordinates, wrap:
+ * lbm_part.wrap; interior nodes are 1 .. n along an axis of n cells). */
+TS_HD static inline unsigned lbm_wrap_code(const int c[3], const int wrap[3]) {
+  unsigned code = 0;
+  for (int a = 0; a < 3; a++)
+    if (wrap[a] > 0)
+      code |= (unsigned)(c[a] == 1) << (2 * a) | (unsigned)(c[a] == wrap[a]) << (2 * a + 1);
+  return code;
+}
+
+/* What a node of wrap code `code` adds to n - off[q], the neighbour it pulls from along q, to
+ * reach it across the wrapped axes (step: lbm_view.wrap); it pushes along q to n + off[q] plus
+ * lbm_wrap_pull(step, code, opposite(q)). */
+TS_HD static inline int64_t lbm_wrap_pull(const int64_t step[3], unsigned code, int q) {
+  int64_t d = 0;
+  for (int a = 0; a < 3; a++) {
+    int c = lbm_c(q, a);
+    if (c > 0 && (code >> (2 * a) & 1u))
+      d += step[a];
+    else if (c < 0 && (code >> (2 * a + 1) & 1u))
+      d -= step[a];
+  }
+  return d;
+}
 
 #define LBM_SLOT(v, q, n) ((v)->f[(int64_t)(q) * (v)->plane + (n)])
 
@@ -58,13 +86,13 @@ TS_HD static LBM_INLINE void lbm_relax(const lbm_model *m, const lbm_consts *k, 
     f[q] = lbm_feq(q, rho1, u);
 }
 
-/* The incoming populations of node n before an odd step: pulled from the neighbours, or
- * reflected by walls from the node's own slots. */
+/* The incoming populations of node n (wrap code `wrap`, lbm_wrap_code) before an odd step:
+ * pulled from the neighbours, or reflected by walls from the node's own slots. */
 TS_HD static LBM_INLINE void lbm_gather_incoming(const lbm_view *v, const lbm_consts *k, int64_t n,
-                                                 float f[LBM_Q]) {
+                                                 unsigned wrap, float f[LBM_Q]) {
   LBM_UNROLL
   for (int q = 0; q < LBM_Q; q++) {
-    int64_t from = n - v->off[q];
+    int64_t from = n - v->off[q] + (wrap ? lbm_wrap_pull(v->wrap, wrap, q) : 0);
     unsigned char t = v->type[from];
     if (lbm_streams(t))
       f[q] = LBM_LOAD(LBM_SLOT(v, lbm_opposite(q), from));
@@ -89,15 +117,16 @@ TS_HD static inline void lbm_even_node(const lbm_view *v, const lbm_consts *k, c
     LBM_SLOT(v, lbm_opposite(q), n) = LBM_STORE(f[q]);
 }
 
-/* Odd step of such a node: pulled in, relaxed, pushed out (walls reflect into its own slots). */
+/* Odd step of such a node (wrap code `wrap`): pulled in, relaxed, pushed out (walls reflect
+ * into its own slots). */
 TS_HD static inline void lbm_odd_node(const lbm_view *v, const lbm_consts *k, const lbm_model *m,
-                                      int64_t n) {
+                                      int64_t n, unsigned wrap) {
   float f[LBM_Q];
-  lbm_gather_incoming(v, k, n, f);
+  lbm_gather_incoming(v, k, n, wrap, f);
   lbm_relax(m, k, v->type[n], f);
   LBM_UNROLL
   for (int q = 0; q < LBM_Q; q++) {
-    int64_t to = n + v->off[q];
+    int64_t to = n + v->off[q] + (wrap ? lbm_wrap_pull(v->wrap, wrap, lbm_opposite(q)) : 0);
     unsigned char tt = v->type[to];
     if (lbm_streams(tt))
       LBM_SLOT(v, q, to) = LBM_STORE(f[q]);
