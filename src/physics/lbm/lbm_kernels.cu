@@ -63,8 +63,15 @@ struct nodes_t {
   int64_t step[3];
 };
 
-/* Threads per block of the bulk kernel (8 blocks per multiprocessor: at most 64 registers). */
+/* Threads per block of the bulk kernel, 1024 threads per multiprocessor (at most 64 registers
+ * each). Measured on an H100, D3Q19 at 384^3 (docs/PERFORMANCE.md): fp32 populations run 5 %
+ * faster in blocks of 256 threads than of 128 (512: the same as 256; 64 and 1024: slower),
+ * binary16 ones 2 % slower in blocks of 256 than of 128. */
+#if LBM_FP16
 #define LBM_BLOCK 128
+#else
+#define LBM_BLOCK 256
+#endif
 
 /* Bulk nodes of box b, one thread per node: populations loaded from their slots, collided by
  * lbm_collide (the CPU's function) and stored, as lbm_bulk_node does on the CPU. The slot
@@ -74,7 +81,7 @@ struct nodes_t {
  * wraps across pull and push across the wrap (lbm_wrap_pull) instead of through images. Other
  * nodes are left to k_edge. */
 template <typename I, int ODD, int TRT, int SMAG>
-static __global__ void __launch_bounds__(LBM_BLOCK, 8)
+static __global__ void __launch_bounds__(LBM_BLOCK, 1024 / LBM_BLOCK)
     k_bulk(lbm_store *__restrict__ f, const unsigned char *__restrict__ type, I plane,
            const __grid_constant__ nodes_t at, const __grid_constant__ lbm_model model, ts_box b,
            I count) {
