@@ -324,8 +324,8 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
       }
   mark_bulk(s, p);
   TS_CALL(part_lists(s, p));
-  for (int a = 0; a < 3; a++) /* a part alone wraps across its periodic axes where it can */
-    p->wrap[a] = s->k->wraps && s->decomp.count == 1 && periodic_axis(s, a) ? s->p.n[a] : 0;
+  for (int a = 0; a < 3; a++) /* across the periodic axes the split does not cut */
+    p->wrap[a] = s->k->wraps && periodic_axis(s, a) && !s->split_periodic[a] ? s->p.n[a] : 0;
   TS_CALL(s->k->init(p, &s->p, &s->consts));
   return s->k->attach ? s->k->attach(p, device) : TS_OK;
 }

@@ -77,7 +77,8 @@ typedef struct lbm_part {
   /* Per axis, the interior nodes of a periodic axis across which the part's odd steps pull and
    * push themselves, wrapping from the last node to the first (0: none; then the images above
    * are only refreshed for host code: moments and checkpoints). Set for the parts of a backend
-   * with `wraps` in a run of one part. */
+   * with `wraps`, along the periodic axes the split does not cut (a part spans them whole: its
+   * halo across a cut face holds the wrapped neighbours as well, the face's every node). */
   int wrap[3];
   /* Slots of owned nodes that a reverse exchange overwrites although their population came
    * from a wall (bounce-back at a subdomain border): saved before, restored after. */

@@ -3,9 +3,10 @@
  * One thread per node of a box of the part: bulk nodes and nodes next to boundaries call the
  * node updates of lbm_node.h, the CPU's code. The part's host arrays mirror the device's: the
  * CPU backend builds the nodes and the initial state, attach copies them up, and to_host copies
- * the populations down before host code computes moments. A part alone in its run wraps its odd
- * steps across the periodic axes (lbm_part.wrap); otherwise periodic images, and the wall slots
- * kept across the push-back exchanges, are small kernels over the part's lists. */
+ * the populations down before host code computes moments. A part wraps its odd steps across the
+ * periodic axes the split does not cut (lbm_part.wrap), so its periodic images are refreshed
+ * only for host code; they and the wall slots kept across the push-back exchanges are small
+ * kernels over the part's lists. */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
