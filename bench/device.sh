@@ -7,7 +7,7 @@
 #           libaec into .devlibs/ (git-ignored); bash bench/device-pack.sh (build-dev: the build
 #           within the 64 MiB a call carries)
 #   there:  mv build-dev build-gpu; bash bench/device.sh
-#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu|memory|lbm-profile|lbm-ab|cell-functions] [CTEST_REGEX]
+#           [tests|bench|all|gpu-parts|scaling-swe|scaling-lbm|malpasset-gpus|balance|balance-gpus|rmcrt|rmcrt-gpus|buq|buq-gpus|buq-ranks|buq-profile|buq-split|buq-malpasset|buq-5m|buq-circular|malpasset-trace|malpasset-engines|malpasset-first|malpasset-profile|malpasset-split|stop-gpu|memory|lbm-profile|lbm-ab|cell-functions] [CTEST_REGEX]
 #           from the checkout's root (carry build-dev, .devlibs)
 # The Malpasset grids are in the checkout (examples/malpasset/data). The build's paths are
 # absolute (the source directory it was configured from, as CMakeCache.txt records it): where that
@@ -431,6 +431,42 @@ if [ "$what" = buq-profile ]; then
     "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --precision double
     "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --precision double
   } 2>&1 | tee "$out/buq_profile.log"
+fi
+
+# Where the quadtree's strong case loses on two GPUs (issues 18 and 21): the circular dam break at
+# 4096^2 on 2 levels (6.3 M cells) to BUQ_SPLIT_END s (default 3) on GPU 0 in one partition and
+# in two, on both GPUs with balance off, then the two GPUs under Nsight Systems (kernel time per
+# device, and the API calls of the host).
+if [ "$what" = buq-split ]; then
+  (cd "$build" && ctest -L gpu -R "${only:-gpu.buq}" --output-on-failure -j1) 2>&1 |
+    tee "$out/gpu_tests_buq.log"
+  c=/tmp/circ4096
+  sh "$root/examples/circular_dambreak/make_case.sh" 4096 $c >/dev/null &&
+    cp "$root/examples/circular_dambreak/circular_dambreak.ini" $c/
+  common=(--quiet --set grid.type=buq --set grid.refine_slope=0.05 --set grid.levels=2
+    --set grid.refine_water=660 --set time.end="${BUQ_SPLIT_END:-3}" --set output.times=100
+    --set output.formats=asc --set parallel.backend=cuda --set parallel.balance=off)
+  {
+    for run in "gpu0|--set parallel.devices=0" \
+      "gpu0_two_parts|--set parallel.devices=0 --set parallel.subdomains=2" \
+      "gpus|--set parallel.devices=0,1"; do
+      IFS='|' read -r name extra <<<"$run"
+      # shellcheck disable=SC2086
+      "$T" run $c/circular_dambreak.ini "${common[@]}" $extra --out "$out/split_$name"
+      echo "== $name: $(grep -E '"(wall_s|steps)"' "$out/split_$name/summary.json" | tr -d ' \n')"
+    done
+    if command -v nsys >/dev/null; then
+      nsys profile -t cuda -o /tmp/buq_split --force-overwrite true \
+        "$T" run $c/circular_dambreak.ini "${common[@]}" --set parallel.devices=0,1 \
+        --out /tmp/split_nsys >/dev/null 2>&1
+      nsys stats -q -r cuda_gpu_kern_sum,cuda_api_sum -f csv /tmp/buq_split.nsys-rep 2>&1 |
+        cut -c1-200 | head -80
+      nsys stats -q -r cuda_gpu_trace -f csv /tmp/buq_split.nsys-rep 2>/dev/null |
+        awk -F, 'NR > 1 && n < 400 { print; n++ }' | cut -c1-220 >"$out/buq_split_trace.csv"
+    else
+      echo "no nsys on this machine"
+    fi
+  } 2>&1 | tee "$out/buq_split.log"
 fi
 
 # Malpasset 10 m on a one-level quadtree (issue 18), GPU 0: steps on the device (one partition)

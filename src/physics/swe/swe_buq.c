@@ -82,6 +82,11 @@ typedef struct part {
   const swe_buq_passes *ops;
   void *x;
   int host_stale; /* the device holds a newer state than the host arrays */
+  /* runs of steps on the device: the watched cells it holds (pairs: window element, maps'
+   * element) */
+  int64_t *watch_cells;
+  int nwatch;
+  int ran; /* runs on the device since the state was set: they know the last step's leaves */
 } part;
 
 /* Rings of copies a part holds around its own leaves: updates read limiters one ring out,
@@ -115,11 +120,11 @@ typedef struct engine {
   int interval, since, rebalances;
   int64_t moved_cells;
   double span_s, move_s, imbalance_first, imbalance_last;
-  /* runs of steps on the device: whether the last advance took one; the watched cells there
-   * (pairs: window element, maps' element) */
+  /* runs of steps on the device: whether the last advance took one; the finest cells watched
+   * (gauges: watched again by new parts); the graph of one step of several parts */
   int ran_on_device;
-  int64_t *watch_cells;
-  int nwatch;
+  int *watch_ij, nwatch;
+  void *graph;
 } engine;
 
 static inline int64_t cell_at(const part *e, int k, int i, int j) {
@@ -448,6 +453,13 @@ static void part_to_host(const part *ec) {
   e->host_stale = 0;
 }
 
+/* The leaves of the last step into `computed`, from the device after runs there. */
+static void last_leaves(const part *ec) {
+  part *e = (part *)ec;
+  if (e->ran && e->ops->leaves_on)
+    e->ops->leaves_on(e->x, e->computed);
+}
+
 static void to_host(const engine *e) {
   for (int i = e->mine[0]; i < e->mine[1]; i++)
     part_to_host(&e->parts[i]);
@@ -505,7 +517,7 @@ static void choose_leaves(part *e, int early_exit) {
   e->ops->set_list(e->x, e->list, e->counts, e->dropped, e->ndropped);
 }
 
-static ts_status look_at_balance(engine *e, double step_s);
+static ts_status look_at_balance(engine *e, int steps, double seconds);
 
 static ts_status engine_step(void *ev, double t, double target, double step_max, double *dt_out,
                              double *t_after) {
@@ -568,42 +580,165 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
   TS_CALL(ts_comm_max(e->comm, &any_bad, 1));
   if (any_bad > 0)
     return ts_error(TS_ERR_NUMERIC, "non-finite water state at t = %g s", t);
-  return look_at_balance(e, omp_get_wtime() - started);
+  return look_at_balance(e, 1, omp_get_wtime() - started);
 }
 
-/* Whether the steps run on the device without the host: the grid in one part, on a GPU. */
+/* Whether the steps run on the devices without the host: every part in this process, on GPUs
+ * (at most SWE_DEVICE_RUN_PARTS, each reading the memory of the others' devices). */
 static int runs_on_device(const engine *e) {
-  return e->nparts == 1 && e->mine[1] == 1 && e->parts[0].ops->begin_steps;
+  int n = e->mine[1] - e->mine[0];
+  if (n != e->nparts || n > SWE_DEVICE_RUN_PARTS)
+    return 0;
+  for (int i = 0; i < n; i++)
+    if (!e->parts[i].ops->begin_steps || (n > 1 && !e->parts[i].ops->joined))
+      return 0;
+#if TESSERA_HAVE_CUDA
+  for (int i = 0; i < n; i++)
+    for (int q = 0; q < n; q++)
+      if (e->devices[i] != e->devices[q] && !ts_gpu_peer_access(e->devices[i], e->devices[q]))
+        return 0;
+#endif
+  return 1;
 }
 
-/* A run of steps on the device: the passes of engine_step, the step computed there, every leaf
+#if TESSERA_HAVE_CUDA
+/* The exchange queued on the devices (recording a graph): the copies wait for every part's
+ * passes, and every part for the copies to its device. */
+static ts_status queue_exchange(engine *e) {
+  int n = e->nparts;
+  for (int i = 0; i < n; i++)
+    for (int q = 0; q < n; q++)
+      e->parts[q].ops->stream_after(e->parts[q].x, ts_gpu_halo_stream(e->devices[i]));
+  TS_CALL(ts_halo_start(e->plan, e->fields, e->fields));
+  TS_CALL(ts_halo_finish(e->plan, e->fields));
+  for (int i = 0; i < n; i++)
+    e->parts[i].ops->after_stream(e->parts[i].x, ts_gpu_halo_stream(e->devices[i]));
+  return TS_OK;
+}
+
+/* Records the graph of one step of several parts, launched on part 0's stream: the passes of
+ * engine_step, each part taking the step from the wave speeds all published, the exchange
+ * queued between the stages and after the sources, then the leaves of the next step marked. */
+static ts_status record_parts(engine *e) {
+  int n = e->nparts, stages = e->p.rk_order == 1 ? 1 : 2;
+  const swe_buq_passes *ops = e->parts[0].ops;
+  void *x[SWE_DEVICE_RUN_PARTS];
+  for (int i = 0; i < n; i++)
+    x[i] = e->parts[i].x, ops->joined(x[i], 1);
+  ts_gpu_graph_destroy(e->graph);
+  e->graph = NULL;
+  void *lead = ops->stream(x[0]);
+  ts_gpu_capture_begin(lead);
+  for (int i = 1; i < n; i++)
+    ops->stream_after(x[0], ops->stream(x[i]));
+  ts_status st = TS_OK;
+  for (int stage = 0; stage < stages && st == TS_OK; stage++) {
+    for (int i = 0; i < n; i++) {
+      ops->ghosts(x[i]);
+      ops->fluxes(x[i], stage == 0);
+    }
+    if (stage == 0) {
+      for (int i = 0; i < n; i++)
+        ops->share_speeds(x[i]);
+      for (int i = 0; i < n; i++)
+        for (int q = 0; q < n; q++)
+          if (q != i)
+            ops->stream_after(x[q], ops->stream(x[i]));
+      for (int i = 0; i < n; i++)
+        ops->time_step_over(x[i], x, n, e->p.cfl, e->dx0);
+    }
+    for (int i = 0; i < n; i++) {
+      ops->limit(x[i], 0);
+      ops->update(x[i], 0, stage, 0);
+    }
+    if (stage + 1 < stages)
+      st = queue_exchange(e);
+  }
+  for (int i = 0; i < n; i++) {
+    ops->record(x[i], 0, 0);
+    if (e->sources)
+      ops->sources(x[i], 0);
+  }
+  if (st == TS_OK)
+    st = queue_exchange(e);
+  for (int i = 0; i < n; i++)
+    ops->end_step(x[i]);
+  for (int i = 1; i < n; i++)
+    ops->stream_after(x[i], lead);
+  e->graph = ts_gpu_capture_end(lead);
+  return st;
+}
+#endif
+
+/* Steps n times the graph of several parts (recorded anew when a part's passes changed), from
+ * copies exchanged by the host (the leaves of the first step are marked from them). */
+static ts_status run_parts(engine *e, int steps) {
+#if TESSERA_HAVE_CUDA
+  int n = e->nparts, recorded = e->graph != NULL;
+  const swe_buq_passes *ops = e->parts[0].ops;
+  for (int i = 0; i < n; i++)
+    recorded &= ops->joined(e->parts[i].x, 0);
+  if (!recorded)
+    TS_CALL(record_parts(e));
+  void *lead = ops->stream(e->parts[0].x);
+  for (int i = 1; i < n; i++) /* the graph's passes after each part's first marking */
+    ops->stream_after(e->parts[i].x, lead);
+  for (int q = 0; q < steps; q++)
+    ts_gpu_graph_launch(e->graph, lead);
+  for (int i = 1; i < n; i++)
+    ops->stream_after(e->parts[0].x, ops->stream(e->parts[i].x));
+#else
+  (void)e, (void)steps;
+#endif
+  return TS_OK;
+}
+
+/* A run of steps on the devices: the passes of engine_step, the step computed there, every leaf
  * listed (the list state_changed gave) and the leaves of each step marked there; the passes of
- * one step recorded once into a graph. */
+ * one step recorded once into a graph (of every part). */
 static ts_status device_steps(engine *e, double t, double target, double stop, double step_max,
                               int max_steps, ts_swe_run *out) {
+  double started = omp_get_wtime();
+  int n = e->nparts, steps = max_steps < TS_SWE_ADVANCE_MAX ? max_steps : TS_SWE_ADVANCE_MAX;
   part *pt = &e->parts[0];
   const swe_buq_passes *ops = pt->ops;
   int stages = e->p.rk_order == 1 ? 1 : 2;
-  ops->begin_steps(pt->x, t, target, stop, step_max, e->p.early_exit);
-  if (ops->capture_step(pt->x, 1)) {
-    for (int stage = 0; stage < stages; stage++) {
-      ops->ghosts(pt->x);
-      ops->fluxes(pt->x, stage == 0);
-      if (stage == 0)
-        ops->time_step(pt->x, e->p.cfl, e->dx0);
-      ops->limit(pt->x, 0);
-      ops->update(pt->x, 0, stage, 0);
+  if (n > 1)
+    TS_CALL(exchange(e));
+  for (int i = 0; i < n; i++)
+    ops->begin_steps(e->parts[i].x, t, target, stop, step_max, e->p.early_exit);
+  if (n > 1) {
+    TS_CALL(run_parts(e, steps));
+  } else {
+    if (ops->capture_step(pt->x, 1)) {
+      for (int stage = 0; stage < stages; stage++) {
+        ops->ghosts(pt->x);
+        ops->fluxes(pt->x, stage == 0);
+        if (stage == 0)
+          ops->time_step(pt->x, e->p.cfl, e->dx0);
+        ops->limit(pt->x, 0);
+        ops->update(pt->x, 0, stage, 0);
+      }
+      ops->record(pt->x, 0, 0);
+      if (e->sources)
+        ops->sources(pt->x, 0);
+      ops->end_step(pt->x);
+      ops->capture_step(pt->x, 0);
     }
-    ops->record(pt->x, 0, 0);
-    if (e->sources)
-      ops->sources(pt->x, 0);
-    ops->end_step(pt->x);
-    ops->capture_step(pt->x, 0);
+    ops->run_steps(pt->x, steps);
   }
-  ops->run_steps(pt->x, max_steps < TS_SWE_ADVANCE_MAX ? max_steps : TS_SWE_ADVANCE_MAX);
-  swe_buq_steps report;
-  ops->finish_steps(pt->x, &report);
-  pt->host_stale = 1;
+  swe_buq_steps report, other;
+  for (int i = 0; i < n; i++) {
+    swe_buq_steps *got = i == 0 ? &report : &other;
+    ops->finish_steps(e->parts[i].x, got);
+    e->parts[i].host_stale = e->parts[i].ran = 1;
+    const ts_swe_run *a = &report.run, *b = &got->run;
+    if (!report.bad && !got->bad &&
+        (a->taken != b->taken || memcmp(a->t, b->t, sizeof(double) * (size_t)a->taken)))
+      return ts_error(TS_ERR_INTERNAL, "swe: quadtree parts 0 and %d parted: %d and %d steps", i,
+                      a->taken, b->taken);
+    report.bad |= got->bad;
+  }
   *out = report.run;
   if (out->taken > 0)
     e->t = out->t[out->taken - 1];
@@ -613,7 +748,7 @@ static ts_status device_steps(engine *e, double t, double target, double stop, d
   if (report.collapsed)
     return ts_error(TS_ERR_NUMERIC, "time step collapsed to %g s at t = %g s", report.collapsed_dt,
                     e->t);
-  return TS_OK;
+  return look_at_balance(e, out->taken, omp_get_wtime() - started);
 }
 
 static ts_status engine_advance(void *ev, double t, double target, double stop, double step_max,
@@ -654,6 +789,7 @@ static void part_destroy(part *e) {
   free(e->dropped);
   free(e->on);
   free(e->wet);
+  free(e->watch_cells);
 }
 
 static void engine_destroy(void *ev) {
@@ -661,11 +797,14 @@ static void engine_destroy(void *ev) {
   if (!e)
     return;
   ts_halo_plan_destroy(e->plan);
+#if TESSERA_HAVE_CUDA
+  ts_gpu_graph_destroy(e->graph);
+#endif
   for (int i = 0; i < e->nparts && e->parts; i++)
     part_destroy(&e->parts[i]);
   free(e->parts);
   free(e->first);
-  free(e->watch_cells);
+  free(e->watch_ij);
   free(e->part_rank);
   free(e->slot);
   free(e->fields);
@@ -723,15 +862,19 @@ static ts_status wanted_widths(const ts_swe_params *p, const swe_inputs *in,
   return TS_OK;
 }
 
-/* Every leaf of the part in the list (its own first), as computed, with the velocities of its
- * cells (after the state was set from outside the steps). */
+/* Every leaf of the part up to the ghost ring in the list, ring by ring (its own first), as
+ * computed, with the velocities of its cells (after the state was set from outside the steps).
+ * Runs of steps on the devices keep this list, the passes skipping the leaves out of a step. */
 static void all_leaves(part *e) {
   e->listed = 0;
   memset(e->computed, 1, (size_t)e->nblocks);
-  for (int k = 0; k < e->nblocks; k++)
-    e->list[k] = k;
-  e->counts[0] = e->owned;
-  e->counts[1] = e->counts[2] = e->counts[3] = e->nblocks;
+  int n = 0;
+  for (int ring = 0; ring <= RING_GHOST; ring++) {
+    for (int k = 0; k < e->nblocks; k++)
+      if (e->ring[k] == ring)
+        e->list[n++] = k;
+    e->counts[ring] = n;
+  }
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
   for (int k = 0; k < e->nblocks; k++) {
     swe_arrays a = buq_leaf_arrays(&e->v, k);
@@ -754,6 +897,7 @@ static void state_changed(engine *e) {
       pt->ops->upload(pt->x, &pt->v);
     }
     pt->host_stale = 0;
+    pt->ran = 0;
   }
 }
 
@@ -1128,13 +1272,22 @@ static void copy_leaf(part *to, int l, part *from, int s) {
     memcpy(to->v.lost + l * MM, from->v.lost + s * MM, sizeof(double) * MM);
 }
 
+static ts_status watch_parts(engine *e);
+
 /* The parts rebuilt on the cuts `first` (one process), their leaves' arrays from the old parts,
- * then put on their devices with the exchange between them. */
+ * then put on their devices with the exchange between them. Parts whose steps run on the
+ * devices keep the leaves of the last step (the next run marks its own from the state). */
 static ts_status repartition(engine *e, const int *first) {
   double started = omp_get_wtime();
   to_host(e);
   int np = e->nparts, M = e->M;
   part *old = e->parts;
+  unsigned char *last_step = malloc((size_t)e->q.nblocks);
+  for (int i = 0; i < np && last_step; i++) {
+    last_leaves(&old[i]);
+    for (int l = 0; l < old[i].owned; l++)
+      last_step[old[i].global[l]] = old[i].computed[l];
+  }
   int *old_first = e->first, *old_slot = e->slot;
   e->parts = calloc((size_t)np, sizeof *e->parts);
   e->first = malloc(sizeof(int) * (size_t)(np + 1));
@@ -1173,19 +1326,32 @@ static ts_status repartition(engine *e, const int *first) {
     state_changed(e);
     st = build_exchange(e, on_device);
   }
+  for (int i = 0; i < np && st == TS_OK && last_step && runs_on_device(e); i++)
+    for (int l = 0; l < e->parts[i].owned; l++)
+      e->parts[i].computed[l] = last_step[e->parts[i].global[l]];
+  free(last_step);
+#if TESSERA_HAVE_CUDA
+  ts_gpu_graph_destroy(e->graph); /* of the old parts */
+  e->graph = NULL;
+#endif
+  if (st == TS_OK)
+    st = watch_parts(e);
   e->rebalances++;
   e->move_s += omp_get_wtime() - started;
   return st;
 }
 
-/* After each step of step_s seconds: every `interval` steps a look at the balance, and a move
- * of the leaves when it pays. */
-static ts_status look_at_balance(engine *e, double step_s) {
+/* After steps that took `seconds`: every `interval` steps a look at the balance, and a move of
+ * the leaves when it pays (runs of steps on the devices: their last step's leaves cost). */
+static ts_status look_at_balance(engine *e, int steps, double seconds) {
   if (!e->looking)
     return TS_OK;
-  e->span_s += step_s;
-  if (++e->since < e->interval)
+  e->span_s += seconds;
+  e->since += steps;
+  if (e->since < e->interval)
     return TS_OK;
+  for (int i = e->mine[0]; i < e->mine[1]; i++)
+    last_leaves(&e->parts[i]);
   int np = e->nparts;
   double *cost = malloc(sizeof(double) * (size_t)e->q.nblocks);
   int *first = malloc(sizeof(int) * (size_t)(np + 1));
@@ -1503,26 +1669,40 @@ static void probe_values(const engine *e, int n, const int *i, const int *j, con
   free(mine);
 }
 
-/* The watched cells of runs of steps on the device (host-driven steps read the current state). */
+/* The watched cells of runs of steps on the devices, each in the part holding it (host-driven
+ * steps read the current state). */
+static ts_status watch_parts(engine *e) {
+  for (int pn = e->mine[0]; pn < e->mine[1]; pn++) {
+    part *pt = &e->parts[pn];
+    free(pt->watch_cells);
+    pt->watch_cells = NULL, pt->nwatch = 0;
+    if (!runs_on_device(e))
+      continue;
+    if (!(pt->watch_cells = malloc(sizeof(int64_t) * 2 * (size_t)(e->nwatch > 0 ? e->nwatch : 1))))
+      return ts_error(TS_ERR_NOMEM, "swe: out of memory");
+    for (int q = 0; q < e->nwatch; q++) {
+      int k, li, lj, i = e->watch_ij[2 * q], j = e->watch_ij[2 * q + 1];
+      if (i < 0 || j < 0 || i >= e->q.nx || j >= e->q.ny || leaf_cell(e, i, j, &k, &li, &lj) != pt)
+        continue;
+      pt->watch_cells[2 * pt->nwatch] = cell_at(pt, k, li, lj);
+      pt->watch_cells[2 * pt->nwatch + 1] = leaf_cell_index(e->M, k, li, lj);
+      pt->nwatch++;
+    }
+    TS_CALL(pt->ops->watch(pt->x, pt->nwatch, pt->watch_cells));
+  }
+  return TS_OK;
+}
+
 static ts_status engine_watch(void *ev, int n, const int *i, const int *j) {
   engine *e = ev;
-  free(e->watch_cells);
-  e->watch_cells = NULL, e->nwatch = 0;
-  if (!runs_on_device(e))
-    return TS_OK;
-  part *pt = &e->parts[0];
-  if (!(e->watch_cells = malloc(sizeof(int64_t) * 2 * (size_t)(n > 0 ? n : 1))))
+  free(e->watch_ij);
+  e->nwatch = 0;
+  if (!(e->watch_ij = malloc(sizeof(int) * 2 * (size_t)(n > 0 ? n : 1))))
     return ts_error(TS_ERR_NOMEM, "swe: out of memory");
-  for (int q = 0; q < n; q++) {
-    int k, li, lj;
-    if (i[q] < 0 || j[q] < 0 || i[q] >= e->q.nx || j[q] >= e->q.ny ||
-        leaf_cell(e, i[q], j[q], &k, &li, &lj) != pt)
-      continue;
-    e->watch_cells[2 * e->nwatch] = cell_at(pt, k, li, lj);
-    e->watch_cells[2 * e->nwatch + 1] = leaf_cell_index(e->M, k, li, lj);
-    e->nwatch++;
-  }
-  return pt->ops->watch(pt->x, e->nwatch, e->watch_cells);
+  for (int q = 0; q < n; q++)
+    e->watch_ij[2 * q] = i[q], e->watch_ij[2 * q + 1] = j[q];
+  e->nwatch = n;
+  return watch_parts(e);
 }
 
 static void engine_probe_step(const void *ev, int k, int n, const int *i, const int *j,
@@ -1532,8 +1712,10 @@ static void engine_probe_step(const void *ev, int k, int n, const int *i, const 
     engine_probe(ev, n, i, j, var, out);
     return;
   }
-  part *pt = &e->parts[0];
-  pt->ops->watched_to_host(pt->x, &pt->v, k, e->watch_cells);
+  for (int pn = e->mine[0]; pn < e->mine[1]; pn++) {
+    part *pt = &e->parts[pn];
+    pt->ops->watched_to_host(pt->x, &pt->v, k, pt->watch_cells);
+  }
   probe_values(e, n, i, j, var, out);
 }
 
@@ -1667,8 +1849,8 @@ static int64_t engine_wet_cells(const void *ev) {
 static int64_t engine_active_blocks(const void *ev, int64_t *blocks) {
   const engine *e = ev;
   int64_t n = 0;
-  if (e->ran_on_device) /* the device chose them: the last step's into `computed` */
-    e->parts[0].ops->leaves_on(e->parts[0].x, e->parts[0].computed);
+  for (int pn = e->mine[0]; pn < e->mine[1]; pn++)
+    last_leaves(&e->parts[pn]);
   for (int pn = e->mine[0]; pn < e->mine[1]; pn++)
     for (int k = 0; k < e->parts[pn].owned; k++)
       n += e->parts[pn].computed[k];

@@ -96,6 +96,9 @@ typedef struct gpu_state {
   int taken;                /* steps of the last run */
   int graph_early_exit;     /* that of the recorded graph */
   cudaGraphExec_t graph;    /* the passes of one step (runs of steps), NULL until recorded */
+  int joined;               /* the passes stand as recorded in the graph of several parts */
+  swe_bits *published;      /* device: the first stage's wave speeds for the other parts */
+  cudaEvent_t order_mark, stream_mark; /* ordering with other streams (on the part's, on another) */
 } gpu_state;
 
 static inline int grid_of(long n) { return (int)((n + THREADS - 1) / THREADS); }
@@ -352,12 +355,11 @@ static __global__ void k_begin(buq_clock *clock, double t, double target, double
   *bad = 0;
 }
 
-/* The step from the first stage's wave speeds of every level (in finest cells per second), as
- * the host computes it (swe_time_step). A collapsed step ends the run. */
-static __global__ void k_dt(buq_clock *clock, const swe_bits *amax, int levels, double cfl,
-                            double dx) {
-  if (clock->idle)
-    return;
+/* The step from the first stage's wave speeds of every level (in finest cells per second, bits
+ * of non-negative reals, x and y per level), as the host computes it (swe_time_step). A
+ * collapsed step ends the run. */
+__device__ static void take_step(buq_clock *clock, const swe_bits *amax, int levels, double cfl,
+                                 double dx) {
   double ax = 0, ay = 0;
   for (int l = 0; l < levels; l++) {
     ax = fmax(ax, ldexp((double)swe_from_bits(amax[2 * l]), -l));
@@ -372,6 +374,42 @@ static __global__ void k_dt(buq_clock *clock, const swe_bits *amax, int levels, 
     return;
   }
   clock->t_after = t_after;
+}
+
+static __global__ void k_dt(buq_clock *clock, const swe_bits *amax, int levels, double cfl,
+                            double dx) {
+  if (!clock->idle)
+    take_step(clock, amax, levels, cfl, dx);
+}
+
+/* Runs over several parts: each part publishes its first stage's wave speeds in the slot of the
+ * step's parity (a part still reading the last step's slot finds it unchanged); after the parts
+ * waited for each other, each takes the step from the largest speeds of each level published. */
+static __global__ void k_publish(const buq_clock *clock, const swe_bits *amax, int levels,
+                                 swe_bits *published) {
+  if (clock->idle)
+    return;
+  swe_bits *slot = published + 2 * levels * (clock->steps & 1);
+  for (int c = 0; c < 2 * levels; c++)
+    slot[c] = amax[c];
+}
+
+struct published_t {
+  const swe_bits *of[SWE_DEVICE_RUN_PARTS];
+  int n;
+};
+
+static __global__ void k_dt_over(buq_clock *clock, published_t pub, int levels, double cfl,
+                                 double dx) {
+  if (clock->idle)
+    return;
+  swe_bits amax[2 * TS_BUQ_MAX_LEVELS] = {0};
+  for (int q = 0; q < pub.n; q++) {
+    const volatile swe_bits *slot = pub.of[q] + 2 * levels * (clock->steps & 1);
+    for (int c = 0; c < 2 * levels; c++)
+      amax[c] = slot[c] > amax[c] ? slot[c] : amax[c];
+  }
+  take_step(clock, amax, levels, cfl, dx);
 }
 
 /* The end of a step of a run (a thread block): the watched cells into the row of the step
@@ -661,6 +699,7 @@ static void drop_graph(gpu_state *g) {
   if (g->graph)
     cudaGraphExecDestroy(g->graph);
   g->graph = NULL;
+  g->joined = 0;
 }
 
 static void gpu_release(void *x) {
@@ -697,8 +736,13 @@ static void gpu_release(void *x) {
   cudaFree(g->was);
   cudaFree(g->watch);
   cudaFree(g->rows);
+  cudaFree(g->published);
   free(g->rows_host);
   drop_graph(g);
+  if (g->order_mark)
+    cudaEventDestroy(g->order_mark);
+  if (g->stream_mark)
+    cudaEventDestroy(g->stream_mark);
   if (g->stream)
     cudaStreamDestroy(g->stream);
   free(g->level_of);
@@ -876,7 +920,10 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   failed |= cudaMalloc((void **)&g->clock, sizeof(buq_clock)) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->plain_on, nb) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->was, nb) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->published, sizeof(swe_bits) * 4 * levels) != cudaSuccess;
   failed |= cudaStreamCreate(&g->stream) != cudaSuccess;
+  failed |= cudaEventCreateWithFlags(&g->order_mark, cudaEventDisableTiming) != cudaSuccess;
+  failed |= cudaEventCreateWithFlags(&g->stream_mark, cudaEventDisableTiming) != cudaSuccess;
   if (failed) {
     cudaGetLastError();
     gpu_release(g);
@@ -888,6 +935,8 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   check(cudaMemset(g->bad, 0, 2 * sizeof(int)), "flags");
   check(cudaMemset(g->on, 0, nb), "leaves of the step");
   check(cudaMemset(g->clock, 0, sizeof(buq_clock)), "clock");
+  check(cudaMemset(g->published, 0, sizeof(swe_bits) * 4 * levels), "published wave speeds");
+  ts_gpu_enable_peers(device); /* runs over several parts read the others' wave speeds */
   check(cudaMemcpy(g->plain_on, g->plain, nb, cudaMemcpyHostToDevice), "plain leaves");
   check(cudaFuncSetAttribute(k_plain_fluxes<16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)plain_tile<16, 2>::bytes()),
@@ -1260,10 +1309,48 @@ static void gpu_watched_to_host(void *x, void *view, int k, const int64_t *cells
                   g->rows_host + (size_t)k * GATHERED * g->nwatch);
 }
 
+/* ------------------------------------------------------------------ runs over several parts */
+
+static void *gpu_stream(void *x) { return ((gpu_state *)x)->stream; }
+
+static void gpu_stream_after(void *x, void *stream) {
+  gpu_state *g = on_device(x);
+  ts_gpu_stream_after(stream, g->stream, g->order_mark);
+}
+
+static void gpu_after_stream(void *x, void *stream) {
+  gpu_state *g = on_device(x);
+  ts_gpu_stream_after(g->stream, stream, g->stream_mark);
+}
+
+static void gpu_share_speeds(void *x) {
+  gpu_state *g = on_device(x);
+  k_publish<<<1, 1, 0, g->stream>>>(g->clock, g->amax, g->levels, g->published);
+}
+
+static void gpu_time_step_over(void *x, void *const *parts, int n, double cfl, double dx) {
+  published_t pub = {};
+  pub.n = n;
+  for (int q = 0; q < n; q++)
+    pub.of[q] = ((const gpu_state *)parts[q])->published;
+  gpu_state *g = on_device(x);
+  k_dt_over<<<1, 1, 0, g->stream>>>(g->clock, pub, g->levels, cfl, dx);
+}
+
+static int gpu_joined(void *x, int record) {
+  gpu_state *g = (gpu_state *)x;
+  if (record) {
+    drop_graph(g);
+    g->joined = 1, g->graph_early_exit = g->early_exit;
+  }
+  return g->joined && g->graph_early_exit == g->early_exit;
+}
+
 extern "C" const swe_buq_passes SWE_BUQ_GPU = {
-    gpu_attach,    gpu_release,         gpu_upload,       gpu_download,  gpu_read_cells,
-    gpu_mirror,    gpu_choose,          gpu_set_list,     gpu_ghosts,    gpu_fluxes,
-    gpu_speeds,    gpu_limit,           gpu_update,       gpu_take_bad,  gpu_record,
-    gpu_sources,   gpu_set_rain,        gpu_finish,       gpu_set_step,  gpu_begin_steps,
-    gpu_time_step, gpu_end_step,        gpu_capture_step, gpu_run_steps, gpu_finish_steps,
-    gpu_watch,     gpu_watched_to_host, gpu_leaves_on};
+    gpu_attach,       gpu_release,         gpu_upload,         gpu_download,  gpu_read_cells,
+    gpu_mirror,       gpu_choose,          gpu_set_list,       gpu_ghosts,    gpu_fluxes,
+    gpu_speeds,       gpu_limit,           gpu_update,         gpu_take_bad,  gpu_record,
+    gpu_sources,      gpu_set_rain,        gpu_finish,         gpu_set_step,  gpu_begin_steps,
+    gpu_time_step,    gpu_end_step,        gpu_capture_step,   gpu_run_steps, gpu_finish_steps,
+    gpu_watch,        gpu_watched_to_host, gpu_leaves_on,      gpu_stream,    gpu_stream_after,
+    gpu_after_stream, gpu_share_speeds,    gpu_time_step_over, gpu_joined};

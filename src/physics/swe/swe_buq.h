@@ -144,6 +144,22 @@ typedef struct swe_buq_passes {
   ts_status (*watch)(void *x, int n, const int64_t *cells);
   void (*watched_to_host)(void *x, void *view, int k, const int64_t *cells);
   void (*leaves_on)(void *x, unsigned char *on);
+  /* Runs of steps over several GPU parts of one process, recorded as one graph (swe_buq.c:
+   * the exchange between the stages and after a step queued on the devices): stream gives the
+   * part's stream (a cudaStream_t); stream_after makes what is queued on `stream` from now on
+   * wait for the part's work queued so far, after_stream the part's later work wait for
+   * `stream`'s (a stream of the part's device); share_speeds publishes the first stage's wave
+   * speeds of each level, and once the parts waited for each other, time_step_over computes the
+   * step from the largest of those the n parts (their x) published; joined(x, 1) notes that
+   * the part's passes, as they stand, are being recorded into the graph of several parts, and
+   * joined(x, 0) whether they still stand so (no list, cells or rain changed since, the same
+   * early exit). */
+  void *(*stream)(void *x);
+  void (*stream_after)(void *x, void *stream);
+  void (*after_stream)(void *x, void *stream);
+  void (*share_speeds)(void *x);
+  void (*time_step_over)(void *x, void *const *parts, int n, double cfl, double dx);
+  int (*joined)(void *x, int record);
 } swe_buq_passes;
 
 #if TESSERA_HAVE_CUDA
