@@ -434,39 +434,45 @@ if [ "$what" = buq-profile ]; then
 fi
 
 # Where the quadtree's strong case loses on two GPUs (issues 18 and 21): the circular dam break at
-# 4096^2 on 2 levels (6.3 M cells) to BUQ_SPLIT_END s (default 3) on GPU 0 in one partition and
-# in two, on both GPUs with balance off, then the two GPUs under Nsight Systems (kernel time per
-# device, and the API calls of the host).
+# 4096^2 on 2 levels (6.3 M cells) run on GPU 0 to a checkpoint at BUQ_SPLIT_AT s (an integer,
+# default 8),
+# then from it for 0.5 s on GPU 0 in one partition and in two, and on both GPUs (balance off and
+# dynamic), the steps' time being the loop's less its writing; then a few steps of one GPU and of
+# both under Nsight Compute (each kernel's time, per device).
 if [ "$what" = buq-split ]; then
   (cd "$build" && ctest -L gpu -R "${only:-gpu.buq}" --output-on-failure -j1) 2>&1 |
     tee "$out/gpu_tests_buq.log"
-  c=/tmp/circ4096
-  sh "$root/examples/circular_dambreak/make_case.sh" 4096 $c >/dev/null &&
+  c=/tmp/circ${BUQ_SPLIT_SIZE:-4096} at=${BUQ_SPLIT_AT:-8}
+  sh "$root/examples/circular_dambreak/make_case.sh" "${BUQ_SPLIT_SIZE:-4096}" $c >/dev/null &&
     cp "$root/examples/circular_dambreak/circular_dambreak.ini" $c/
   common=(--quiet --set grid.type=buq --set grid.refine_slope=0.05 --set grid.levels=2
-    --set grid.refine_water=660 --set time.end="${BUQ_SPLIT_END:-3}" --set output.times=100
-    --set output.formats=asc --set parallel.backend=cuda --set parallel.balance=off)
+    --set grid.refine_water=660 --set output.times=100 --set output.formats=asc
+    --set parallel.backend=cuda)
   {
+    "$T" run $c/circular_dambreak.ini "${common[@]}" --set time.end="$at.2" \
+      --set output.checkpoint_interval="$at" --set parallel.devices=0 --out /tmp/split_start
+    ck=$(ls /tmp/split_start/checkpoint_*.tsc | head -1)
     for run in "gpu0|--set parallel.devices=0" \
-      "gpu0_two_parts|--set parallel.devices=0 --set parallel.subdomains=2" \
-      "gpus|--set parallel.devices=0,1"; do
+      "gpu0_two_parts|--set parallel.devices=0 --set parallel.subdomains=2 --set parallel.balance=off" \
+      "gpus|--set parallel.devices=0,1 --set parallel.balance=off" \
+      "gpus_balanced|--set parallel.devices=0,1 --set parallel.balance=dynamic"; do
       IFS='|' read -r name extra <<<"$run"
       # shellcheck disable=SC2086
-      "$T" run $c/circular_dambreak.ini "${common[@]}" $extra --out "$out/split_$name"
-      echo "== $name: $(grep -E '"(wall_s|steps)"' "$out/split_$name/summary.json" | tr -d ' \n')"
+      "$T" run $c/circular_dambreak.ini "${common[@]}" --set time.end="$at.5" \
+        --restart "$ck" $extra --out "$out/split_$name"
+      python3 -c "import json,sys; s=json.load(open(sys.argv[1])); b=s.get('balance',{}); print('== %s: %d steps, %.3f s of steps (%.3f ms a step), moves %s (%s s), imbalance %s -> %s' % (sys.argv[2], s['steps'], s['wall_s'] - s['output_s'], 1e3 * (s['wall_s'] - s['output_s']) / max(1, s['steps']), b.get('rebalances'), b.get('move_seconds'), b.get('imbalance_before'), b.get('imbalance_after')))" \
+        "$out/split_$name/summary.json" "$name"
     done
-    if command -v nsys >/dev/null; then
-      nsys profile -t cuda -o /tmp/buq_split --force-overwrite true \
-        "$T" run $c/circular_dambreak.ini "${common[@]}" --set parallel.devices=0,1 \
-        --out /tmp/split_nsys >/dev/null 2>&1
-      nsys stats -q -r cuda_gpu_kern_sum,cuda_api_sum -f csv /tmp/buq_split.nsys-rep 2>&1 |
-        cut -c1-200 | head -80
-      nsys stats -q -r cuda_gpu_trace -f csv /tmp/buq_split.nsys-rep 2>/dev/null |
-        awk -F, 'NR > 1 && n < 400 { print; n++ }' | cut -c1-220 >"$out/buq_split_trace.csv"
-    else
-      echo "no nsys on this machine"
-    fi
+    for devs in 0 0,1; do
+      ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+        "$T" run $c/circular_dambreak.ini "${common[@]}" --set time.end="$at.006" \
+        --restart "$ck" --set parallel.devices=$devs --set parallel.balance=off \
+        --out /tmp/split_ncu 2>&1 | grep -v "^==PROF==" | grep -E "^  [a-z_]|k_|Device|gpu__time|void" |
+        cut -c1-160 | head -120
+      grep -E '"steps"' /tmp/split_ncu/summary.json
+    done
   } 2>&1 | tee "$out/buq_split.log"
+  rm -f "$out"/split_*/*.asc
 fi
 
 # Malpasset 10 m on a one-level quadtree (issue 18), GPU 0: steps on the device (one partition)

@@ -39,8 +39,9 @@ void ts_gpu_check(int error, const char *what);
  * enabled once per pair in the process, with the halo copier's own (ts_gpu_copy_box). */
 void ts_gpu_enable_peers(int device);
 /* The halo engine's copier (ts_halo_copier) for fields in GPU memory: halo copies between
- * subdomains of one process (a kernel per field for 3D boxes and narrow columns, 2D copies for
- * long rows), through peer access between devices, queued on a stream of the destination device
+ * subdomains of one process (one copy per component for boxes of several whole layers, a kernel
+ * per field for other 3D boxes and narrow columns, 2D copies for long rows), through peer access
+ * between devices, queued on a stream of the destination device
  * (the subdomains' own work must be finished when the exchange starts); ts_gpu_halo_wait waits
  * for the copies queued so far. */
 void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,

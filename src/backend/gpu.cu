@@ -158,12 +158,39 @@ static void copy_by_layers(const ts_box *box, uint32_t mask, const ts_halo_field
       }
 }
 
+/* Whether the box is several whole layers of field f: one contiguous run of its memory (the
+ * windows of quadtree leaves, a layer each). */
+static int whole_layers(const ts_box *box, const ts_halo_field *f) {
+  int64_t nx = box->hi[0] - box->lo[0], ny = box->hi[1] - box->lo[1];
+  return box->hi[2] - box->lo[2] > 1 && nx == f->stride[1] && nx * ny == f->stride[2];
+}
+
+/* Field f of a box of whole layers in both layouts: one copy per masked component (peer copies
+ * between devices by their copy engines). */
+static void copy_contiguous(const ts_box *box, uint32_t mask, const ts_halo_field *from,
+                            const ts_halo_field *to, int dst_device) {
+  size_t bytes = (size_t)(box->hi[0] - box->lo[0]) * (size_t)(box->hi[1] - box->lo[1]) *
+                 (size_t)(box->hi[2] - box->lo[2]) * from->elem;
+  int64_t so = first_cell(box, from), dof = first_cell(box, to);
+  cudaStream_t stream = halo_stream_of(dst_device >= 0 ? dst_device : 0);
+  for (int k = 0; k < from->ncomp; k++)
+    if (mask >> k & 1u)
+      ts_gpu_check((int)cudaMemcpyAsync((char *)to->comp[k] + (size_t)dof * to->elem,
+                                        (const char *)from->comp[k] + (size_t)so * from->elem,
+                                        bytes, cudaMemcpyDefault, stream),
+                   "halo copy");
+}
+
 void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
                      const ts_halo_field *from, const ts_halo_field *to) {
   for (int f = 0; f < nfields; f++) {
     if (!masks[f] || from[f].ncomp == 0)
       continue;
     int dst_device = device_of(to[f].comp[0]), src_device = device_of(from[f].comp[0]);
+    if (whole_layers(box, &from[f]) && whole_layers(box, &to[f])) {
+      copy_contiguous(box, masks[f], &from[f], &to[f], dst_device);
+      continue;
+    }
     size_t row_bytes = (size_t)(box->hi[0] - box->lo[0]) * from[f].elem;
     int layers = box->hi[2] - box->lo[2];
     if ((layers > 1 || row_bytes < 256) &&

@@ -1139,13 +1139,17 @@ static ts_status part_create(engine *e, int i, const swe_inputs *in) {
 }
 
 /* The halo plan that brings each part's copies their owners' cells (w, hu, hv of the M x M
- * cells of each leaf, runs of consecutive leaves of one owner in one link; a field's
- * coordinates: x, y within a window, z the leaf's place in the part), and the fields of this
- * rank's parts: in device memory for GPU parts (copies between them by the GPU copier, a
+ * cells of each leaf, or of its whole window, runs of consecutive leaves of one owner in one link;
+ * a field's coordinates: x, y within a window, z the leaf's place in the part), and the fields of
+ * this rank's parts: in device memory for GPU parts (copies between them by the GPU copier, a
  * transport between ranks: NCCL, CUDA-aware MPI or host staging), else in host memory.
  * Collective. */
 static ts_status build_exchange(engine *e, int on_device) {
   int np = e->nparts, nlinks = 0, M = e->M;
+  /* between the GPUs of one process, whole windows: one run of memory for their copy engines
+   * (the frames the copies get are filled anew by the ghost pass before any pass reads them) */
+  int whole = on_device && ts_comm_size(e->comm) == 1, lo = whole ? 0 : G,
+      hi = whole ? (int)e->W : G + M;
   for (int i = 0; i < np; i++)
     nlinks += e->parts[i].nblocks - e->parts[i].owned;
   ts_halo_link *links = malloc(sizeof *links * (size_t)(nlinks > 0 ? nlinks : 1));
@@ -1165,7 +1169,7 @@ static ts_status build_exchange(engine *e, int on_device) {
         run++;
       links[nlinks++] = (ts_halo_link){.src = (int)(from - e->parts),
                                        .dst = d,
-                                       .box = {{G, G, l}, {G + M, G + M, l + run}},
+                                       .box = {{lo, lo, l}, {hi, hi, l + run}},
                                        .shift = {0, 0, l - slot}};
       l += run;
     }
