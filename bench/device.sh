@@ -438,7 +438,8 @@ fi
 # default 8),
 # then from it for 0.5 s on GPU 0 in one partition and in two, and on both GPUs (balance off and
 # dynamic), the steps' time being the loop's less its writing; then a few steps of one GPU and of
-# both under Nsight Compute (each kernel's time, per device).
+# both under Nsight Compute (each kernel's time, per device; about 4 minutes: BUQ_SPLIT_NCU=0
+# skips it).
 if [ "$what" = buq-split ]; then
   (cd "$build" && ctest -L gpu -R "${only:-gpu.buq}" --output-on-failure -j1) 2>&1 |
     tee "$out/gpu_tests_buq.log"
@@ -464,6 +465,7 @@ if [ "$what" = buq-split ]; then
         "$out/split_$name/summary.json" "$name"
     done
     for devs in 0 0,1; do
+      [ "${BUQ_SPLIT_NCU:-1}" = 0 ] && break
       ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
         "$T" run $c/circular_dambreak.ini "${common[@]}" --set time.end="$at.006" \
         --restart "$ck" --set parallel.devices=$devs --set parallel.balance=off \
