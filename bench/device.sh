@@ -720,6 +720,50 @@ if [ "$what" = buq-5m ]; then
     "$out"/mal5_*/duration.asc
 fi
 
+# Malpasset at 5 m with grids drawn from a pilot run (issue 18's time to accuracy): the uniform 5 m
+# grid, the uniform 10 m grid as the pilot (its flood and wave speeds), then quadtrees whose 5 m
+# cells carry no faster waves than S m/s with flooded flat land at F m, for each S:F of BUQ_GRIDS
+# (scripts/refine_from_run.py), each against the uniform 5 m grid: survey MAE and arrival times.
+# BUQ_BACKEND=cpu runs the same on the host's cores (OMP_NUM_THREADS).
+if [ "$what" = buq-5m-pilot ]; then
+  m=$root/examples/malpasset
+  d=$m/data/5m
+  backend=${BUQ_BACKEND:-cuda}
+  mal=(--quiet --set parallel.backend="$backend" --set output.formats=asc --set output.times=4000)
+  [ "$backend" = cuda ] && mal+=(--set parallel.devices=0)
+  five=(--set swe.bed="$d/malpasset_dem_5m_nodata.asc.gz"
+    --set swe.initial_surface="$d/malpasset_eta0_5m.asc.gz")
+  since() { python3 -c "import sys, time; print('%.2f' % (time.time() - int(sys.argv[1]) / 1e9))" "$1"; }
+  took() { # took NAME: the summary's wall, output time and steps, and the time in all
+    echo "== $1: in all $2 s, $(grep -E '"(wall_s|output_s|steps|cells)"' \
+      "$out/$1/summary.json" | tr -d ' \n')"
+  }
+  {
+    start=$(date +%s%N)
+    "$T" run "$m/malpasset.ini" "${mal[@]}" "${five[@]}" --out "$out/p5_uniform"
+    took p5_uniform "$(since "$start")"
+    python3 "$root/scripts/survey_mae.py" "$out/p5_uniform"
+    start=$(date +%s%N)
+    "$T" run "$m/malpasset.ini" "${mal[@]}" --set swe.bed="$m/data/malpasset_dem_10m_nodata.asc.gz" \
+      --set swe.initial_surface="$m/data/malpasset_eta0_10m.asc.gz" --out "$out/p5_pilot"
+    took p5_pilot "$(since "$start")"
+    python3 "$root/scripts/survey_mae.py" "$out/p5_pilot" --against "$out/p5_uniform"
+    for g in ${BUQ_GRIDS:-14:20 10:20 7:20 10:10}; do
+      s=${g%%:*} name=p5_s${g%%:*}_f${g#*:}
+      python3 "$root/scripts/refine_from_run.py" "$out/p5_pilot" \
+        "$m/data/malpasset_dem_10m_nodata.asc.gz" "$out/refine.asc.gz" --cell 5 \
+        --flat "${g#*:}" --speed "$s"
+      start=$(date +%s%N)
+      "$T" run "$m/malpasset.ini" "${mal[@]}" "${five[@]}" --set grid.type=buq \
+        --set grid.levels=4 --set grid.refine="$out/refine.asc.gz" --out "$out/$name"
+      took "$name" "$(since "$start")"
+      python3 "$root/scripts/survey_mae.py" "$out/$name" --against "$out/p5_uniform"
+    done
+  } 2>&1 | tee "$out/buq_5m_pilot.log"
+  rm -f "$out"/p5_*/*_t*.asc "$out"/p5_*/h*.asc "$out"/p5_*/max_[hs]*.asc "$out"/p5_*/duration.asc \
+    "$out"/refine.asc.gz
+fi
+
 # RMCRT over the GPUs (issue 21): 256^3 x 100 rays on GPU 0 and on every GPU (one host thread per
 # GPU), one level and two levels; the coupled 128^3 run with 8 patches over every GPU, with its
 # trace, against the same run on GPU 0 (the same divq.vti bytes).

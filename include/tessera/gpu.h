@@ -49,6 +49,10 @@ void ts_gpu_copy_box(const ts_box *box, int nfields, const uint32_t *masks,
 void ts_gpu_halo_wait(void);
 /* The stream of the halo copies to `device` (created when first needed; a cudaStream_t). */
 void *ts_gpu_halo_stream(int device);
+/* Work queued on `waiter` (a stream of any device) from now on waits for the halo copies queued
+ * so far to each of the n devices listed (repeats count once): a part waits for the copies to
+ * every device of the exchange, since those to the others read its cells. */
+void ts_gpu_after_halos(void *waiter, const int *devices, int n);
 /* Work queued on streams of several devices as one CUDA graph (device runs over the GPU parts
  * of a process): ts_gpu_capture_begin records, instead of running, what is queued from then on
  * on `stream` and on the streams that wait for it, until they are joined back; capture_end

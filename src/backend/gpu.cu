@@ -15,6 +15,7 @@
  * the process); the halo engine copies on several threads. */
 static cudaStream_t halo_streams[64];
 static int halo_pending[64];
+static cudaEvent_t halo_marks[64];     /* recorded on each halo stream for ts_gpu_after_halos */
 static signed char peer_reads[64][64]; /* 0 not tried, 1 dst reads src's memory, -1 cannot */
 static pthread_mutex_t halo_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -210,6 +211,25 @@ void ts_gpu_halo_wait(void) {
 }
 
 void *ts_gpu_halo_stream(int device) { return halo_stream_of(device); }
+
+void ts_gpu_after_halos(void *waiter, const int *devices, int n) {
+  for (int q = 0; q < n; q++) {
+    int d = devices[q], seen = 0;
+    for (int r = 0; r < q; r++)
+      seen |= devices[r] == d;
+    if (seen || d < 0 || d >= 64)
+      continue;
+    cudaStream_t halo = halo_stream_of(d); /* device d current: its event is made there */
+    pthread_mutex_lock(&halo_streams_lock);
+    if (!halo_marks[d])
+      ts_gpu_check((int)cudaEventCreateWithFlags(&halo_marks[d], cudaEventDisableTiming),
+                   "event creation");
+    ts_gpu_check((int)cudaEventRecord(halo_marks[d], halo), "event record");
+    ts_gpu_check((int)cudaStreamWaitEvent((cudaStream_t)waiter, halo_marks[d], 0),
+                 "wait between streams");
+    pthread_mutex_unlock(&halo_streams_lock);
+  }
+}
 
 void ts_gpu_capture_begin(void *stream) {
   ts_gpu_check((int)cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal),

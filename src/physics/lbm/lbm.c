@@ -404,7 +404,8 @@ static ts_status make_plan(ts_lbm *s, ts_halo_plan **plan, const uint32_t *masks
  * streams) and finishes when the copies between devices have landed. A plan that moves nothing
  * on this rank (one part, no neighbours) costs nothing: the GPU's queue keeps running. While a
  * graph is recorded both waits are queued on the devices instead: the copies to each device
- * wait for every part's work, and every part waits for the copies to its device. */
+ * wait for every part's work, and every part waits for the copies to every device (those to the
+ * others read its cells, which its next passes overwrite). */
 static ts_status exchange_start(ts_lbm *s, ts_halo_plan *plan) {
   if (!ts_halo_moves(plan))
     return TS_OK;
@@ -426,8 +427,16 @@ static ts_status exchange_finish(ts_lbm *s, ts_halo_plan *plan) {
     return TS_OK;
   TS_CALL(ts_halo_finish(plan, s->fields));
 #if TESSERA_HAVE_CUDA
+  int devices[64], ndevices = 0; /* the parts' devices, each once (CUDA numbers them < 64) */
   for (int k = 0; k < s->nparts && s->recording; k++) {
-    s->k->after_stream(&s->parts[k], ts_gpu_halo_stream(s->parts[k].device));
+    int d = s->parts[k].device, seen = 0;
+    for (int q = 0; q < ndevices; q++)
+      seen |= devices[q] == d;
+    if (!seen && ndevices < 64)
+      devices[ndevices++] = d;
+  }
+  for (int k = 0; k < s->nparts && s->recording; k++) {
+    ts_gpu_after_halos(s->k->stream(&s->parts[k]), devices, ndevices);
     if (s->rank_stream)
       s->k->after_stream(&s->parts[k], s->rank_stream);
   }

@@ -603,7 +603,8 @@ static int runs_on_device(const engine *e) {
 
 #if TESSERA_HAVE_CUDA
 /* The exchange queued on the devices (recording a graph): the copies wait for every part's
- * passes, and every part for the copies to its device. */
+ * passes, and every part for the copies to every device: those to its own write its copies,
+ * those to the others read its cells, which its next passes overwrite. */
 static ts_status queue_exchange(engine *e) {
   int n = e->nparts;
   for (int i = 0; i < n; i++)
@@ -612,7 +613,7 @@ static ts_status queue_exchange(engine *e) {
   TS_CALL(ts_halo_start(e->plan, e->fields, e->fields));
   TS_CALL(ts_halo_finish(e->plan, e->fields));
   for (int i = 0; i < n; i++)
-    e->parts[i].ops->after_stream(e->parts[i].x, ts_gpu_halo_stream(e->devices[i]));
+    ts_gpu_after_halos(e->parts[i].ops->stream(e->parts[i].x), e->devices, n);
   return TS_OK;
 }
 

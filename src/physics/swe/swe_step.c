@@ -442,7 +442,8 @@ void swe_drop_run_graphs(ts_swe *s) {
 #if TESSERA_HAVE_CUDA
 /* The exchange queued on the devices: the halo copies (and the transport's packs, messages and
  * unpacks between ranks) wait for every part's passes, and every part waits for the copies to
- * its device (and the transport). */
+ * every device (those to its own write its halos, those to the others read its cells, which its
+ * next passes overwrite) and for the transport. */
 static ts_status exchange_on_device(ts_swe *s) {
   for (int k = 0; k < s->nparts; k++) {
     for (int q = 0; q < s->nparts; q++)
@@ -452,8 +453,16 @@ static ts_status exchange_on_device(ts_swe *s) {
   }
   TS_CALL(ts_halo_start(s->halo, s->fields, s->fields));
   TS_CALL(ts_halo_finish(s->halo, s->fields));
+  int devices[64], ndevices = 0; /* the parts' devices, each once (CUDA numbers them < 64) */
   for (int k = 0; k < s->nparts; k++) {
-    s->parts[k]->k->after_stream(s->parts[k], ts_gpu_halo_stream(s->parts[k]->device));
+    int d = s->parts[k]->device, seen = 0;
+    for (int q = 0; q < ndevices; q++)
+      seen |= devices[q] == d;
+    if (!seen && ndevices < 64)
+      devices[ndevices++] = d;
+  }
+  for (int k = 0; k < s->nparts; k++) {
+    ts_gpu_after_halos(s->parts[k]->k->stream(s->parts[k]), devices, ndevices);
     if (s->rank_stream)
       s->parts[k]->k->after_stream(s->parts[k], s->rank_stream);
   }
