@@ -49,6 +49,7 @@ typedef struct swe_case {
   ts_raster refine; /* [grid] refine: wanted cell sizes (m), freed once the solver is created */
   int has_refine;
   ts_raster surface;
+  double read_s, setup_s; /* seconds reading the case and its grids, then making the solver */
   double *bc_t[4], *bc_q[4];
   double *rain_t, *rain_rate;        /* [rain] frames: start times (s), uniform rates (m/s) */
   ts_raster_stack rain_grids;        /* or gridded rates (m/s per cell) */
@@ -1663,6 +1664,7 @@ static void write_summary_budget(ts_json *j, double initial, double final, const
 
 typedef struct run_totals {
   double wall, output, dt_min, dt_max, cells_steps; /* output: of wall, writing outputs */
+  double finish; /* after the loop: the maxima, the gauges' files (summary.json's own not in) */
   int64_t steps_run;
 } run_totals;
 
@@ -1725,6 +1727,9 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "t_end"), ts_json_number(&j, ts_swe_time(s));
   ts_json_key(&j, "wall_s"), ts_json_number(&j, tot->wall);
   ts_json_key(&j, "output_s"), ts_json_number(&j, tot->output);
+  ts_json_key(&j, "read_s"), ts_json_number(&j, k->read_s);
+  ts_json_key(&j, "setup_s"), ts_json_number(&j, k->setup_s);
+  ts_json_key(&j, "finish_s"), ts_json_number(&j, tot->finish);
   ts_json_key(&j, "mcells_per_s");
   ts_json_number(&j, tot->wall > 0 ? tot->cells_steps / tot->wall / 1e6 : 0);
   ts_json_key(&j, "dt_min"), ts_json_number(&j, tot->dt_min);
@@ -1924,6 +1929,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     st = ts_comm_agree(k->comm, k->root ? plot_gauges(k, log) : TS_OK);
     gauge_files |= st == TS_OK ? 2 : 0;
   }
+  tot.finish = wall_now() - start - tot.wall;
   if (st == TS_OK) {
     st = ts_comm_agree(k->comm,
                        write_summary(k, s, opt, rs, &tot, snaps, nsnaps, maps, gauge_files,
@@ -1976,9 +1982,11 @@ ts_status ts_swe_case_run(const ts_case_options *opt) {
   k.comm = ts_comm_world();
   k.root = ts_comm_rank(k.comm) == 0;
   ts_swe *s = NULL;
+  double started = wall_now();
   ts_status st = ts_comm_agree(k.comm, read_case(&k, opt));
   if (st == TS_OK)
     st = ts_comm_agree(k.comm, ts_case_check_same(k.comm, opt));
+  k.read_s = wall_now() - started;
   if (st == TS_OK) {
     st = ts_swe_create(&s, &k.params, &k.bed, k.has_h0 ? &k.h0 : NULL, k.has_hu0 ? &k.hu0 : NULL,
                        k.has_hv0 ? &k.hv0 : NULL, k.has_friction ? &k.friction : NULL);
@@ -2002,6 +2010,7 @@ ts_status ts_swe_case_run(const ts_case_options *opt) {
   if (st == TS_OK)
     st = ts_comm_agree(
         k.comm, k.root ? ts_case_prepare_out_dir(k.out_dir, opt->restart != NULL, &lock) : TS_OK);
+  k.setup_s = wall_now() - started - k.read_s;
   if (st == TS_OK)
     st = run_case(&k, opt, s, &rs, &log);
   ts_case_release_out_dir(lock);
