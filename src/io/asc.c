@@ -402,17 +402,25 @@ static ts_status asc_write_prj(const char *path, const char *crs) {
 }
 
 /* One row of values as the file's line (values separated by one space, NODATA as its text, the
- * newline); returns its length. `out` has room for ASC_VALUE_ROOM characters per value. */
+ * newline); returns its length. `out` has room for ASC_VALUE_ROOM characters per value. Each
+ * value is "%.*g"'s text; NODATA and zero (most cells of a flood map: outside the terrain, or
+ * dry) are copied instead of formatted, with the same bytes ("0", "-0"). */
 static size_t asc_format_row(char *out, const ts_raster *r, const double *row, int digits,
-                             const char *nodata_text) {
+                             const char *nodata_text, size_t nodata_length) {
   char *p = out;
   for (int i = 0; i < r->ncols; i++) {
     if (i > 0)
       *p++ = ' ';
-    if (ts_raster_is_nodata(r, row[i]))
-      p += snprintf(p, ASC_VALUE_ROOM, "%s", nodata_text);
-    else
+    if (ts_raster_is_nodata(r, row[i])) {
+      memcpy(p, nodata_text, nodata_length);
+      p += nodata_length;
+    } else if (row[i] == 0) {
+      if (signbit(row[i]))
+        *p++ = '-';
+      *p++ = '0';
+    } else {
       p += snprintf(p, ASC_VALUE_ROOM, "%.*g", digits, row[i]);
+    }
   }
   *p++ = '\n';
   return (size_t)(p - out);
@@ -442,12 +450,14 @@ ts_status ts_asc_write(const char *path, const ts_raster *r, int digits) {
   fprintf(f, "cellsize     %s\n", number);
   asc_format_exact(nodata_text, sizeof nodata_text, r->nodata);
   fprintf(f, "NODATA_value %s\n", nodata_text);
+  size_t nodata_length = strlen(nodata_text);
   for (int top = r->nrows - 1; top >= 0; top -= block) { /* north row first */
     int n = top + 1 < block ? top + 1 : block;
 #pragma omp parallel for schedule(static)
     for (int k = 0; k < n; k++)
-      length[k] = asc_format_row(text + (size_t)k * row_room, r,
-                                 r->v + (size_t)(top - k) * r->ncols, digits, nodata_text);
+      length[k] =
+          asc_format_row(text + (size_t)k * row_room, r, r->v + (size_t)(top - k) * r->ncols,
+                         digits, nodata_text, nodata_length);
     for (int k = 0; k < n; k++)
       fwrite(text + (size_t)k * row_room, 1, length[k], f);
   }

@@ -39,6 +39,35 @@ static void test_round_trip(void) {
   ts_raster_free(&r);
 }
 
+/* The writer's text of each value is "%.*g"'s, zeros of both signs and NODATA included (the
+ * writer copies those instead of formatting them). */
+static void test_value_text(void) {
+  const double values[] = {0.0, -0.0, -9999, NAN, 1.5, -2.25e-7, 123456789.0, 1e300, 5e-324, -0.5};
+  enum { N = sizeof values / sizeof values[0] };
+  for (int digits = 1; digits <= 17; digits += 8) {
+    ts_raster r;
+    CHECK(ts_raster_alloc(&r, N, 1, 0, 0, 1, -9999) == TS_OK, "alloc %d x 1", N);
+    memcpy(r.v, values, sizeof values);
+    CHECK(ts_asc_write("asc_text.asc", &r, digits) == TS_OK, "write with %d digits", digits);
+    FILE *f = fopen("asc_text.asc", "r");
+    char line[1024], expected[1024] = "", *e = expected;
+    for (int k = 0; k < 7 && f; k++) /* the header's six lines, then the row */
+      CHECK(fgets(line, sizeof line, f) != NULL, "line %d", k + 1);
+    for (int i = 0; i < N; i++) {
+      int nodata = ts_raster_is_nodata(&r, values[i]);
+      e += sprintf(e, "%s", i ? " " : "");
+      e += nodata ? sprintf(e, "-9999") : sprintf(e, "%.*g", digits, values[i]);
+    }
+    strcat(expected, "\n");
+    CHECK(f && strcmp(line, expected) == 0, "%d digits: row \"%s\", expected \"%s\"", digits, line,
+          expected);
+    if (f)
+      fclose(f);
+    remove("asc_text.asc");
+    ts_raster_free(&r);
+  }
+}
+
 static void test_flip_and_header_variants(void) {
   ts_raster r;
   write_file("asc_flip.asc", "NCOLS 2\n  CellSize 10\nnrows 3\r\nxllcenter 5\nYLLCENTER 15\n"
@@ -180,6 +209,7 @@ static void test_malpasset(void) {
 
 int main(void) {
   test_round_trip();
+  test_value_text();
   test_flip_and_header_variants();
   test_gzip();
   test_errors();
