@@ -73,6 +73,11 @@ ts_status ts_asc_read(const char *path, ts_raster *out);
  * without GDAL). Files are written to a temporary name and renamed, so no partial file remains. */
 ts_status ts_asc_write(const char *path, const ts_raster *r, int digits);
 
+/* The text "%.*g" gives for value, the number format of the ASCII writers (grids and gauge
+ * files), with zeros (most values of flood maps and dry gauges) copied rather than formatted;
+ * returns its length. out needs room for 25 characters (digits <= 17). */
+int ts_format_g(char *out, int digits, double value);
+
 /* The .prj sidecar of an ESRI ASCII grid: path with its .asc or .asc.gz suffix (or its last
  * extension) replaced by .prj. Returns TS_ERR_IO when it does not fit in size. */
 ts_status ts_prj_path(const char *path, char *out, size_t size);

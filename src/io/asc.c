@@ -401,10 +401,20 @@ static ts_status asc_write_prj(const char *path, const char *crs) {
   return ts_commit_temp(f, tmp_path, prj);
 }
 
+int ts_format_g(char *out, int digits, double value) {
+  if (value != 0)
+    return snprintf(out, 25, "%.*g", digits, value);
+  int n = 0;
+  if (signbit(value))
+    out[n++] = '-';
+  out[n++] = '0';
+  out[n] = 0;
+  return n;
+}
+
 /* One row of values as the file's line (values separated by one space, NODATA as its text, the
- * newline); returns its length. `out` has room for ASC_VALUE_ROOM characters per value. Each
- * value is "%.*g"'s text; NODATA and zero (most cells of a flood map: outside the terrain, or
- * dry) are copied instead of formatted, with the same bytes ("0", "-0"). */
+ * newline); returns its length. `out` has room for ASC_VALUE_ROOM characters per value. NODATA
+ * (most cells of a flood map lie outside the terrain) is copied. */
 static size_t asc_format_row(char *out, const ts_raster *r, const double *row, int digits,
                              const char *nodata_text, size_t nodata_length) {
   char *p = out;
@@ -414,12 +424,8 @@ static size_t asc_format_row(char *out, const ts_raster *r, const double *row, i
     if (ts_raster_is_nodata(r, row[i])) {
       memcpy(p, nodata_text, nodata_length);
       p += nodata_length;
-    } else if (row[i] == 0) {
-      if (signbit(row[i]))
-        *p++ = '-';
-      *p++ = '0';
     } else {
-      p += snprintf(p, ASC_VALUE_ROOM, "%.*g", digits, row[i]);
+      p += ts_format_g(p, digits, row[i]);
     }
   }
   *p++ = '\n';

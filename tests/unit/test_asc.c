@@ -40,7 +40,7 @@ static void test_round_trip(void) {
 }
 
 /* The writer's text of each value is "%.*g"'s, zeros of both signs and NODATA included (the
- * writer copies those instead of formatting them). */
+ * writer copies those instead of formatting them), and so is ts_format_g's. */
 static void test_value_text(void) {
   const double values[] = {0.0, -0.0, -9999, NAN, 1.5, -2.25e-7, 123456789.0, 1e300, 5e-324, -0.5};
   enum { N = sizeof values / sizeof values[0] };
@@ -48,6 +48,13 @@ static void test_value_text(void) {
     ts_raster r;
     CHECK(ts_raster_alloc(&r, N, 1, 0, 0, 1, -9999) == TS_OK, "alloc %d x 1", N);
     memcpy(r.v, values, sizeof values);
+    for (int i = 0; i < N; i++) { /* the formatter alone (gauges.csv's numbers) */
+      char text[25], reference[32];
+      int n = ts_format_g(text, digits, values[i]);
+      snprintf(reference, sizeof reference, "%.*g", digits, values[i]);
+      CHECK(strcmp(text, reference) == 0 && n == (int)strlen(reference),
+            "ts_format_g(%d digits): \"%s\" (%d), expected \"%s\"", digits, text, n, reference);
+    }
     CHECK(ts_asc_write("asc_text.asc", &r, digits) == TS_OK, "write with %d digits", digits);
     FILE *f = fopen("asc_text.asc", "r");
     char line[1024], expected[1024] = "", *e = expected;
