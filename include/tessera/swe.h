@@ -143,7 +143,7 @@ typedef struct ts_swe_params {
   double dry_depth;       /* depth (m) at or below which a cell is dry, default 1e-4 */
   ts_friction friction;
   double friction_value; /* Manning n (s/m^(1/3)) or Chezy C (m^(1/2)/s) where no grid given */
-  int tile_size;         /* edge of the square tiles of the activity mask (>= 2), default 32 */
+  int tile_size;         /* edge of the square tiles of the activity mask (>= 2), default 16 */
   int early_exit; /* skip tiles that are dry with dry neighbours (same result): 1 on (default),
                      0 off, -1 auto (on unless nearly every tile is active at the first step) */
   double arrival_depth; /* depth (m) that defines the first arrival time, default 0.01 */

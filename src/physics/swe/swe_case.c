@@ -778,9 +778,9 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
     return ts_config_error(k->cfg, "swe", "arrival_depth", "must be positive");
   long tile = 0; /* auto */
   const char *tile_text;
-  TS_CALL(ts_config_string(k->cfg, "swe", "tile_size", "32", &tile_text));
+  TS_CALL(ts_config_string(k->cfg, "swe", "tile_size", "16", &tile_text));
   if (strcmp(tile_text, "auto") != 0) {
-    TS_CALL(ts_config_int(k->cfg, "swe", "tile_size", 32, &tile));
+    TS_CALL(ts_config_int(k->cfg, "swe", "tile_size", 16, &tile));
     if (tile < 2 || tile > 4096)
       return ts_config_error(k->cfg, "swe", "tile_size", "must be auto or in [2, 4096]");
   }

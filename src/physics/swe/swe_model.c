@@ -26,7 +26,7 @@ static const ts_config_key swe_keys[] = {
     {"swe", "theta", "", "1.3", "generalised minmod limiter parameter, in [1, 2]"},
     {"swe", "dry_depth", "m", "1e-4", "depth at or below which a cell counts as dry"},
     {"swe", "arrival_depth", "m", "0.01", "depth that defines the first arrival time"},
-    {"swe", "tile_size", "cells", "32",
+    {"swe", "tile_size", "cells", "16",
      "edge of the tiles of the activity mask (early exit), or auto (16, 32 and 64 timed on the "
      "first steps, the fastest kept)"},
     {"grid", "type", "", "uniform",
