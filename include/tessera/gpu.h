@@ -27,6 +27,12 @@ const char *ts_gpu_runtime(void);
  * every GPU of this process), in bytes; 0 and 0 without CUDA. Benchmarks take the difference
  * over a run as the run's device memory. */
 void ts_gpu_memory(const int *devices, int n, double *used, double *free_bytes);
+/* Creates the CUDA contexts of the n GPUs devices[] (n = 0: every GPU) on a thread of its own,
+ * what the first call on a device costs (about 0.3 s on an H100), so that a run reads its input
+ * meanwhile; ts_gpu_warm_wait waits for it (and returns at once when nothing was started).
+ * Nothing is started without CUDA. */
+void ts_gpu_warm_start(const int *devices, int n);
+void ts_gpu_warm_wait(void);
 /* Copy bandwidth of a device (GB/s, bytes read plus bytes written) over a copy of `bytes`
  * bytes, the median of 10 copies; 0 on failure. */
 double ts_gpu_copy_bandwidth(int device, double bytes);

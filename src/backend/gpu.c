@@ -8,6 +8,7 @@
 
 #if TESSERA_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #endif
 
 int ts_gpu_count(void) {
@@ -18,6 +19,47 @@ int ts_gpu_count(void) {
   return n;
 #else
   return 0;
+#endif
+}
+
+#if TESSERA_HAVE_CUDA
+/* The warm-up thread and the devices it makes contexts on. */
+static struct {
+  pthread_t thread;
+  int started, n, devices[64];
+} warm;
+
+static void *warm_devices(void *arg) {
+  (void)arg;
+  int n = warm.n;
+  if (n == 0 && cudaGetDeviceCount(&n) != cudaSuccess)
+    n = 0;
+  for (int k = 0; k < n && k < 64; k++)
+    if (cudaSetDevice(warm.n ? warm.devices[k] : k) == cudaSuccess)
+      cudaFree(NULL); /* creates the device's primary context */
+  cudaGetLastError(); /* a failure here is the run's to report, where it uses the device */
+  return NULL;
+}
+#endif
+
+void ts_gpu_warm_start(const int *devices, int n) {
+#if TESSERA_HAVE_CUDA
+  if (warm.started || n < 0 || n > 64)
+    return;
+  warm.n = n;
+  for (int k = 0; k < n; k++)
+    warm.devices[k] = devices[k];
+  warm.started = pthread_create(&warm.thread, NULL, warm_devices, NULL) == 0;
+#else
+  (void)devices, (void)n;
+#endif
+}
+
+void ts_gpu_warm_wait(void) {
+#if TESSERA_HAVE_CUDA
+  if (warm.started)
+    pthread_join(warm.thread, NULL);
+  warm.started = 0;
 #endif
 }
 

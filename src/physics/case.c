@@ -149,6 +149,18 @@ ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int
   }
 }
 
+void ts_case_warm_gpus(const ts_config *cfg, int ranks) {
+  int cuda = 0, n, devices[64], gpus = 0;
+  if (ranks != 1 || ts_case_read_cuda(cfg, &cuda) != TS_OK || !cuda ||
+      ts_case_read_devices(cfg, 64, 1, &n, devices) != TS_OK)
+    return;
+  for (int k = 0; k < n; k++)
+    if (devices[k] >= 0)
+      devices[gpus++] = devices[k];
+  if (n == 0 || gpus > 0)
+    ts_gpu_warm_start(devices, gpus);
+}
+
 ts_status ts_case_read_cuda(const ts_config *cfg, int *cuda) {
   static const char *const backends[] = {"cpu", "cuda", "auto", NULL};
   int backend, fallback = 0;

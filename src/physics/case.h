@@ -36,6 +36,10 @@ ts_status ts_case_read_split(const ts_config *cfg, int *subdomains, ts_decomp_ki
  * not driving GPUs, as TS_CASE_DEVICE_CPU) where the model allows it. */
 #define TS_CASE_DEVICE_CPU (-1)
 ts_status ts_case_read_devices(const ts_config *cfg, int max, int allow_cpu, int *n, int *devices);
+/* Starts creating the CUDA contexts of the GPUs that [parallel] backend and devices give a run
+ * of one process (ranks: the processes of the run; ts_gpu_warm_start), while it reads its
+ * grids; those keys are checked later, where the model reads them. */
+void ts_case_warm_gpus(const ts_config *cfg, int ranks);
 /* A comma-separated list of device numbers (below 4096) and, where allowed, `cpu`, as
  * [parallel] devices and the benchmarks' --devices take it: 0, or what is wrong with it. */
 typedef enum ts_device_list_fault {

@@ -21,6 +21,7 @@
 #include "tessera/buq.h"
 #include "tessera/comm.h"
 #include "tessera/config.h"
+#include "tessera/gpu.h"
 #include "tessera/io.h"
 #include "tessera/swe.h"
 
@@ -741,6 +742,7 @@ static ts_status read_start(swe_case *k) {
 
 static ts_status read_case(swe_case *k, const ts_case_options *opt) {
   TS_CALL(ts_case_load(&k->cfg, opt));
+  ts_case_warm_gpus(k->cfg, ts_comm_size(k->comm)); /* while the grids are read */
 
   if (!ts_config_has(k->cfg, "time", "end"))
     return ts_error(TS_ERR_INPUT, "%s: [time] end is required", opt->case_path);
@@ -2024,6 +2026,7 @@ ts_status ts_swe_case_run(const ts_case_options *opt) {
   if (st == TS_OK)
     st = ts_comm_agree(k.comm, ts_case_check_same(k.comm, opt));
   k.read_s = wall_now() - started;
+  ts_gpu_warm_wait();
   if (st == TS_OK) {
     st = ts_swe_create(&s, &k.params, &k.bed, k.has_h0 ? &k.h0 : NULL, k.has_hu0 ? &k.hu0 : NULL,
                        k.has_hv0 ? &k.hv0 : NULL, k.has_friction ? &k.friction : NULL);
