@@ -134,6 +134,10 @@ typedef struct ts_swe_grid_stats {
   double bytes, bytes_uniform_finest;
 } ts_swe_grid_stats;
 
+/* The default edge (cells) of the early-exit tiles, as a number and as the case file's text. */
+#define TS_SWE_TILE_SIZE 16
+#define TS_SWE_TILE_SIZE_TEXT "16"
+
 typedef struct ts_swe_params {
   ts_precision precision; /* storage and arithmetic precision of the state */
   double gravity;         /* m/s2, default 9.81 */
@@ -143,7 +147,7 @@ typedef struct ts_swe_params {
   double dry_depth;       /* depth (m) at or below which a cell is dry, default 1e-4 */
   ts_friction friction;
   double friction_value; /* Manning n (s/m^(1/3)) or Chezy C (m^(1/2)/s) where no grid given */
-  int tile_size;         /* edge of the square tiles of the activity mask (>= 2), default 16 */
+  int tile_size;  /* edge of the square tiles of the activity mask (>= 2), TS_SWE_TILE_SIZE */
   int early_exit; /* skip tiles that are dry with dry neighbours (same result): 1 on (default),
                      0 off, -1 auto (on unless nearly every tile is active at the first step) */
   double arrival_depth; /* depth (m) that defines the first arrival time, default 0.01 */

@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tessera/job.h"
+
 #if TESSERA_HAVE_CUDA
 #include <cuda_runtime_api.h>
-#include <pthread.h>
 #endif
 
 int ts_gpu_count(void) {
@@ -23,13 +24,13 @@ int ts_gpu_count(void) {
 }
 
 #if TESSERA_HAVE_CUDA
-/* The warm-up thread and the devices it makes contexts on. */
+/* The warm-up job and the devices it makes contexts on. */
 static struct {
-  pthread_t thread;
+  ts_job job;
   int started, n, devices[64];
 } warm;
 
-static void *warm_devices(void *arg) {
+static ts_status warm_devices(void *arg) {
   (void)arg;
   int n = warm.n;
   if (n == 0 && cudaGetDeviceCount(&n) != cudaSuccess)
@@ -38,7 +39,7 @@ static void *warm_devices(void *arg) {
     if (cudaSetDevice(warm.n ? warm.devices[k] : k) == cudaSuccess)
       cudaFree(NULL); /* creates the device's primary context */
   cudaGetLastError(); /* a failure here is the run's to report, where it uses the device */
-  return NULL;
+  return TS_OK;
 }
 #endif
 
@@ -49,7 +50,8 @@ void ts_gpu_warm_start(const int *devices, int n) {
   warm.n = n;
   for (int k = 0; k < n; k++)
     warm.devices[k] = devices[k];
-  warm.started = pthread_create(&warm.thread, NULL, warm_devices, NULL) == 0;
+  warm.started = 1;
+  ts_job_start(&warm.job, warm_devices, NULL);
 #else
   (void)devices, (void)n;
 #endif
@@ -58,7 +60,7 @@ void ts_gpu_warm_start(const int *devices, int n) {
 void ts_gpu_warm_wait(void) {
 #if TESSERA_HAVE_CUDA
   if (warm.started)
-    pthread_join(warm.thread, NULL);
+    ts_job_finish(&warm.job, TS_OK);
   warm.started = 0;
 #endif
 }

@@ -21,7 +21,7 @@ void ts_swe_params_default(ts_swe_params *p) {
   p->rk_order = 2;
   p->dry_depth = 1e-4;
   p->friction = TS_FRICTION_NONE;
-  p->tile_size = 16;
+  p->tile_size = TS_SWE_TILE_SIZE;
   p->arrival_depth = 0.01;
   p->early_exit = 1;
   for (int side = 0; side < 4; side++)
@@ -284,7 +284,7 @@ static ts_status create_solver(ts_swe *s, const ts_swe_params *params, const ts_
   s->p.grid.refine = s->p.grid.water_surface = NULL; /* read by the quadtree's creation only */
   s->tune.tile_size_auto = params->tile_size == 0;
   if (s->tune.tile_size_auto)
-    s->p.tile_size = 16; /* until the tuner has timed the candidates */
+    s->p.tile_size = TS_SWE_TILE_SIZE; /* until the tuner has timed the candidates */
   s->built_tile_size = s->p.tile_size;
   start_solver(s, bed);
   s->early_exit = params->early_exit;

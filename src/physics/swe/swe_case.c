@@ -23,6 +23,7 @@
 #include "tessera/config.h"
 #include "tessera/gpu.h"
 #include "tessera/io.h"
+#include "tessera/job.h"
 #include "tessera/swe.h"
 
 #define TS_NFORMATS 5
@@ -780,9 +781,9 @@ static ts_status read_case(swe_case *k, const ts_case_options *opt) {
     return ts_config_error(k->cfg, "swe", "arrival_depth", "must be positive");
   long tile = 0; /* auto */
   const char *tile_text;
-  TS_CALL(ts_config_string(k->cfg, "swe", "tile_size", "16", &tile_text));
+  TS_CALL(ts_config_string(k->cfg, "swe", "tile_size", TS_SWE_TILE_SIZE_TEXT, &tile_text));
   if (strcmp(tile_text, "auto") != 0) {
-    TS_CALL(ts_config_int(k->cfg, "swe", "tile_size", 16, &tile));
+    TS_CALL(ts_config_int(k->cfg, "swe", "tile_size", TS_SWE_TILE_SIZE, &tile));
     if (tile < 2 || tile > 4096)
       return ts_config_error(k->cfg, "swe", "tile_size", "must be auto or in [2, 4096]");
   }
@@ -916,14 +917,6 @@ static ts_status write_grid(const swe_case *k, const char *name, const double *v
   return TS_OK;
 }
 
-/* Grid of a variable with NaN (inactive or missing) replaced by OUTPUT_NODATA. */
-static void to_nodata(const swe_case *k, double *v) {
-  size_t n = (size_t)k->bed.ncols * k->bed.nrows;
-  for (size_t c = 0; c < n; c++)
-    if (isnan(v[c]))
-      v[c] = OUTPUT_NODATA;
-}
-
 typedef struct snapshot_files {
   double time;
   char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], vtu[64], netcdf_blocks[64], png[64];
@@ -1008,8 +1001,89 @@ static ts_status write_lines(const swe_case *k, const char *tag, double **work,
   return TS_OK;
 }
 
+/* What the writers of one output time share: the case, the time and its tag, the fields (h, hu,
+ * hv, eta, bed; NaN on inactive cells) and the names of the files written. */
+typedef struct snapshot_job {
+  const swe_case *k;
+  double t;
+  const char *tag;
+  double **work;
+  snapshot_files *files;
+  ts_netcdf_series *run_nc;
+} snapshot_job;
+
+static void snapshot_vars(double **work, ts_out_var out[5]) {
+  ts_out_var vars[5] = {{"h", "water depth", "m", work[0]},
+                        {"hu", "unit discharge along x", "m2 s-1", work[1]},
+                        {"hv", "unit discharge along y", "m2 s-1", work[2]},
+                        {"eta", "water surface elevation", "m", work[3]},
+                        {"bed", "bed elevation", "m", work[4]}};
+  memcpy(out, vars, sizeof vars);
+}
+
+/* The depth map in PNG. */
+static ts_status write_snapshot_png(void *x) {
+  snapshot_job *j = x;
+  const swe_case *k = j->k;
+  char title[64], path[4096];
+  snprintf(title, sizeof title, "t = %g s", j->t);
+  snprintf(j->files->png, sizeof j->files->png, "depth_%s.png", j->tag);
+  snprintf(path, sizeof path, "%s/%s", k->out_dir, j->files->png);
+  return ts_png_write_depth(path, &k->bed, j->work[4], j->work[0], k->params.dry_depth,
+                            k->png_depth_max, title);
+}
+
+/* The run's NetCDF file gets the time appended, and the time's own NetCDF file is written (the
+ * only job that calls the NetCDF library). */
+static ts_status write_snapshot_netcdf(void *x) {
+  snapshot_job *j = x;
+  ts_out_var out[5];
+  snapshot_vars(j->work, out);
+  if (j->run_nc)
+    TS_CALL(ts_netcdf_series_append(j->run_nc, j->t, out));
+  if (j->k->netcdf_per_snapshot) {
+    char path[4096];
+    snprintf(j->files->netcdf, sizeof j->files->netcdf, "swe_%s.nc", j->tag);
+    snprintf(path, sizeof path, "%s/%s", j->k->out_dir, j->files->netcdf);
+    TS_CALL(ts_netcdf_write(path, &j->k->bed, j->t, 5, out));
+  }
+  return TS_OK;
+}
+
+/* The VTK image. */
+static ts_status write_snapshot_vtk(void *x) {
+  snapshot_job *j = x;
+  ts_out_var out[5];
+  snapshot_vars(j->work, out);
+  char path[4096];
+  snprintf(j->files->vtk, sizeof j->files->vtk, "swe_%s.vti", j->tag);
+  snprintf(path, sizeof path, "%s/%s", j->k->out_dir, j->files->vtk);
+  return ts_vti_write(path, &j->k->bed, j->t, 5, out);
+}
+
+/* The files of an output time that failed (those written before the failure, or beside it): an
+ * output time is written whole or not at all, whichever of its writers failed first. */
+static void remove_snapshot_files(const swe_case *k, const snapshot_files *f) {
+  const char *names[] = {f->h,      f->hu,      f->hv,           f->eta,   f->netcdf,
+                         f->vtk,    f->vtu,     f->png,          f->h_tif, f->hu_tif,
+                         f->hv_tif, f->eta_tif, f->netcdf_blocks};
+  char path[4096];
+  for (size_t q = 0; q < sizeof names / sizeof names[0]; q++)
+    if (names[q][0]) {
+      snprintf(path, sizeof path, "%s/%s", k->out_dir, names[q]);
+      remove(path);
+    }
+  for (int l = 0; l < k->nlines; l++)
+    if (f->lines[l][0]) {
+      snprintf(path, sizeof path, "%s/%s", k->out_dir, f->lines[l]);
+      remove(path);
+    }
+}
+
 /* The snapshot at time t in every format; run_nc (rank 0, NULL without the netcdf format) gets
- * h, hu, hv and eta appended as its next time step. */
+ * h, hu, hv and eta appended as its next time step. The PNG, NetCDF and VTK writers run on
+ * threads of their own while this thread writes the lines and the ASCII and GeoTIFF grids (which
+ * take NaN as NODATA): each reads the fields and writes its own files. */
 static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, double **work,
                                 snapshot_files *files, ts_netcdf_series *run_nc) {
   char tag[32], name[40];
@@ -1029,45 +1103,30 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
   }
   if (!k->root)
     return TS_OK;
-  if (k->formats[FMT_PNG]) {
-    char title[64], path[4096];
-    snprintf(title, sizeof title, "t = %g s", t);
-    snprintf(files->png, sizeof files->png, "depth_%s.png", tag);
-    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->png);
-    TS_CALL(ts_png_write_depth(path, &k->bed, work[4], work[0], k->params.dry_depth,
-                               k->png_depth_max, title));
-  }
-  TS_CALL(write_lines(k, tag, work, files));
-  ts_out_var out[5] = {{"h", "water depth", "m", work[0]},
-                       {"hu", "unit discharge along x", "m2 s-1", work[1]},
-                       {"hv", "unit discharge along y", "m2 s-1", work[2]},
-                       {"eta", "water surface elevation", "m", work[3]},
-                       {"bed", "bed elevation", "m", work[4]}};
-  char path[4096];
-  if (run_nc)
-    TS_CALL(ts_netcdf_series_append(run_nc, t, out));
-  if (k->netcdf_per_snapshot) {
-    snprintf(files->netcdf, sizeof files->netcdf, "swe_%s.nc", tag);
-    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->netcdf);
-    TS_CALL(ts_netcdf_write(path, &k->bed, t, 5, out));
-  }
-  if (k->formats[FMT_VTK]) {
-    snprintf(files->vtk, sizeof files->vtk, "swe_%s.vti", tag);
-    snprintf(path, sizeof path, "%s/%s", k->out_dir, files->vtk);
-    TS_CALL(ts_vti_write(path, &k->bed, t, 5, out));
-  }
-  if (k->formats[FMT_ASC] || k->formats[FMT_GEOTIFF]) {
+  snapshot_job job = {k, t, tag, work, files, run_nc};
+  ts_job jobs[3];
+  int started[3] = {k->formats[FMT_PNG], run_nc || k->netcdf_per_snapshot, k->formats[FMT_VTK]};
+  ts_status (*writers[3])(void *) = {write_snapshot_png, write_snapshot_netcdf, write_snapshot_vtk};
+  for (int q = 0; q < 3; q++)
+    if (started[q])
+      ts_job_start(&jobs[q], writers[q], &job);
+  ts_status st = write_lines(k, tag, work, files);
+  if (st == TS_OK && (k->formats[FMT_ASC] || k->formats[FMT_GEOTIFF])) {
     char *asc[4] = {files->h, files->hu, files->hv, files->eta};
     char *tif[4] = {files->h_tif, files->hu_tif, files->hv_tif, files->eta_tif};
     const char *names[4] = {"h", "hu", "hv", "eta"};
-    for (int v = 0; v < 4; v++) {
-      to_nodata(k, work[v]);
+    for (int v = 0; v < 4 && st == TS_OK; v++) {
       snprintf(name, sizeof name, "%s_%s", names[v], tag);
-      TS_CALL(write_grid(k, name, work[v], k->formats[FMT_ASC] ? asc[v] : NULL,
-                         k->formats[FMT_GEOTIFF] ? tif[v] : NULL));
+      st = write_grid(k, name, work[v], k->formats[FMT_ASC] ? asc[v] : NULL,
+                      k->formats[FMT_GEOTIFF] ? tif[v] : NULL);
     }
   }
-  return TS_OK;
+  for (int q = 0; q < 3; q++) /* every job finished; the first failure is the one reported */
+    if (started[q])
+      st = ts_job_finish(&jobs[q], st);
+  if (st != TS_OK)
+    remove_snapshot_files(k, files);
+  return st;
 }
 
 /* A gauge record at time t: the current state (step < 0) or after step `step` of the last
@@ -1156,6 +1215,25 @@ static ts_status write_gauges(const swe_case *k, const gauge_log *log) {
   free(text);
   free(length);
   return ts_commit_temp(f, tmp, path);
+}
+
+/* The gauges' records, for the jobs that write gauges.nc and gauges.png. */
+typedef struct gauge_job {
+  const swe_case *k;
+  const gauge_log *log;
+} gauge_job;
+
+static ts_status write_gauges_netcdf(const swe_case *k, const gauge_log *log);
+static ts_status plot_gauges(const swe_case *k, const gauge_log *log);
+
+static ts_status gauges_netcdf_job(void *x) {
+  const gauge_job *j = x;
+  return write_gauges_netcdf(j->k, j->log);
+}
+
+static ts_status gauges_png_job(void *x) {
+  const gauge_job *j = x;
+  return plot_gauges(j->k, j->log);
 }
 
 /* gauges.png: depth and water surface against time, one panel each, a line per gauge. */
@@ -1314,18 +1392,33 @@ typedef struct map_files {
   char asc[64], tif[64]; /* "" when not written */
 } map_files;
 
+/* A map into the run's NetCDF file (a job beside the map's grids). */
+typedef struct map_job {
+  ts_netcdf_series *run_nc;
+  int map;
+  const double *values;
+} map_job;
+
+static ts_status put_map(void *x) {
+  const map_job *j = x;
+  return ts_netcdf_series_put_map(j->run_nc, j->map, j->values);
+}
+
 /* The maps at the end, also into swe.nc (rank 0's run_nc, when not NULL). */
 static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, map_files *files,
                               ts_netcdf_series *run_nc) {
   for (int m = 0; m < NMAPS; m++) {
     ts_status st = ts_swe_get(s, map_outputs[m].var, work);
-    if (st == TS_OK && run_nc)
-      st = ts_netcdf_series_put_map(run_nc, 1 + m, work);
-    if (st == TS_OK && k->root) {
-      to_nodata(k, work);
+    map_job put = {run_nc, 1 + m, work};
+    ts_job job;
+    int started = st == TS_OK && run_nc;
+    if (started)
+      ts_job_start(&job, put_map, &put);
+    if (st == TS_OK && k->root) /* the grids' writers take NaN as NODATA */
       st = write_grid(k, map_outputs[m].name, work, files[m].asc,
                       k->formats[FMT_GEOTIFF] ? files[m].tif : NULL);
-    }
+    if (started)
+      st = ts_job_finish(&job, st);
     TS_CALL(ts_comm_agree(k->comm, st));
   }
   return TS_OK;
@@ -1955,18 +2048,26 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   ts_status closed = ts_netcdf_series_close(run_nc);
   if (st == TS_OK)
     st = ts_comm_agree(k->comm, closed);
-  int gauge_files = 0;
+  int gauge_files = 0; /* written: 1 gauges.csv, 4 gauges.nc, 2 gauges.png */
   if (st == TS_OK && k->has_gauges) {
-    st = ts_comm_agree(k->comm, k->root ? write_gauges(k, log) : TS_OK);
-    gauge_files |= st == TS_OK;
-  }
-  if (st == TS_OK && k->has_gauges && k->formats[FMT_NETCDF]) {
-    st = ts_comm_agree(k->comm, k->root ? write_gauges_netcdf(k, log) : TS_OK);
-    gauge_files |= st == TS_OK ? 4 : 0;
-  }
-  if (st == TS_OK && k->has_gauges && k->formats[FMT_PNG]) {
-    st = ts_comm_agree(k->comm, k->root ? plot_gauges(k, log) : TS_OK);
-    gauge_files |= st == TS_OK ? 2 : 0;
+    /* rank 0 writes gauges.nc and gauges.png on threads of their own beside gauges.csv */
+    gauge_job gj = {k, log};
+    ts_job jobs[2];
+    int flags[2] = {4, 2}, on[2] = {k->formats[FMT_NETCDF], k->formats[FMT_PNG]};
+    ts_status (*writers[2])(void *) = {gauges_netcdf_job, gauges_png_job};
+    for (int q = 0; q < 2; q++)
+      if (on[q] && k->root)
+        ts_job_start(&jobs[q], writers[q], &gj);
+    ts_status g = k->root ? write_gauges(k, log) : TS_OK;
+    gauge_files |= g == TS_OK;
+    for (int q = 0; q < 2; q++)
+      if (on[q] && k->root) {
+        g = ts_job_finish(&jobs[q], g); /* the first failure (gauges.csv's, then in order) */
+        gauge_files |= jobs[q].status == TS_OK ? flags[q] : 0;
+      } else if (on[q]) {
+        gauge_files |= flags[q];
+      }
+    st = ts_comm_agree(k->comm, g);
   }
   tot.finish = wall_now() - start - tot.wall;
   if (st == TS_OK) {

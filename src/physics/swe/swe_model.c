@@ -3,6 +3,7 @@
 #include "physics/model.h"
 #include "physics/swe/swe_bench.h"
 #include "physics/swe/swe_case.h"
+#include "tessera/swe.h"
 
 /* The case-file sections of the module, with unit, default and meaning (docs/config.md). */
 static const ts_config_key swe_keys[] = {
@@ -26,7 +27,7 @@ static const ts_config_key swe_keys[] = {
     {"swe", "theta", "", "1.3", "generalised minmod limiter parameter, in [1, 2]"},
     {"swe", "dry_depth", "m", "1e-4", "depth at or below which a cell counts as dry"},
     {"swe", "arrival_depth", "m", "0.01", "depth that defines the first arrival time"},
-    {"swe", "tile_size", "cells", "16",
+    {"swe", "tile_size", "cells", TS_SWE_TILE_SIZE_TEXT,
      "edge of the tiles of the activity mask (early exit), or auto (16, 32 and 64 timed on the "
      "first steps, the fastest kept)"},
     {"grid", "type", "", "uniform",
