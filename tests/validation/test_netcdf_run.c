@@ -241,12 +241,13 @@ static void write_case(const char *dir, const char *name, double end, const char
   fclose(f);
 }
 
-/* Runs dir/slow.ini until dir/out/h_t000002.asc exists (the second output
- * time), kills it with SIGKILL and checks its swe.nc. */
+/* Runs dir/slow.ini until dir/out/h_t000003.asc exists (the third output time has begun, so
+ * the second is whole: an output time's writers all finish before the next time is written),
+ * kills it with SIGKILL and checks that its swe.nc holds the second time. */
 static void check_killed(const char *cli, const char *dir) {
   char out[512], path[1024], marker[1024], kase[1024];
   snprintf(out, sizeof out, "%s/killed", dir);
-  snprintf(marker, sizeof marker, "%s/h_t000002.asc", out);
+  snprintf(marker, sizeof marker, "%s/h_t000003.asc", out);
   snprintf(kase, sizeof kase, "%s/slow.ini", dir);
   pid_t pid = fork();
   if (pid == 0) {
@@ -269,7 +270,7 @@ static void check_killed(const char *cli, const char *dir) {
   }
   snprintf(path, sizeof path, "%s/summary.json", out);
   EXPECT(pid > 0 && exists(marker) && !exists(path),
-         "the slow run was killed after its second output time, before its end");
+         "the slow run was killed in its third output time, before its end");
   snprintf(path, sizeof path, "%s/swe.nc", out);
   int ncid, dim, var;
   size_t len = 0;
