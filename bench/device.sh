@@ -130,7 +130,7 @@ if [ "$what" = cell-functions ]; then
       --set swe.initial_surface="$d/malpasset_eta0_10m.asc.gz" --set output.formats=asc \
       --set output.times=4000 --out "$out/malpasset10"
     grep -E '"(steps|wall_s|output_s)"' "$out/malpasset10/summary.json"
-    for isa in baseline x86-64-v3; do
+    for isa in baseline x86-64-v3 x86-64-v4; do
       TESSERA_CPU_KERNELS=$isa OMP_NUM_THREADS=16 "$T" bench swe --size 2048 --steps 10
       TESSERA_CPU_KERNELS=$isa OMP_NUM_THREADS=16 "$T" bench lbm --size 96 --steps 20
     done

@@ -133,9 +133,11 @@ typedef struct lbm_kernels {
 
 extern const lbm_kernels lbm_kernels_d2q9_fp32, lbm_kernels_d2q9_fp16;
 extern const lbm_kernels lbm_kernels_d3q19_fp32, lbm_kernels_d3q19_fp16;
-#if TESSERA_CPU_DISPATCH /* the x86-64-v3 build of the same loops (tessera/cpu.h) */
+#if TESSERA_CPU_DISPATCH /* the x86-64-v3 and v4 builds of the same loops (tessera/cpu.h) */
 extern const lbm_kernels lbm_kernels_d2q9_fp32_v3, lbm_kernels_d2q9_fp16_v3;
+extern const lbm_kernels lbm_kernels_d2q9_fp32_v4, lbm_kernels_d2q9_fp16_v4;
 extern const lbm_kernels lbm_kernels_d3q19_fp32_v3, lbm_kernels_d3q19_fp16_v3;
+extern const lbm_kernels lbm_kernels_d3q19_fp32_v4, lbm_kernels_d3q19_fp16_v4;
 #endif
 #if TESSERA_HAVE_CUDA
 extern const lbm_kernels lbm_kernels_cuda_d2q9_fp32, lbm_kernels_cuda_d2q9_fp16;

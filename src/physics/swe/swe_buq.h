@@ -169,9 +169,11 @@ extern const swe_buq_passes swe_buq_gpu_double;
 
 extern const swe_buq_ops swe_buq_ops_float;
 extern const swe_buq_ops swe_buq_ops_double;
-#if TESSERA_CPU_DISPATCH /* the x86-64-v3 build of the same engine (tessera/cpu.h) */
+#if TESSERA_CPU_DISPATCH /* the x86-64-v3 and v4 builds of the same engine (tessera/cpu.h) */
 extern const swe_buq_ops swe_buq_ops_float_v3;
+extern const swe_buq_ops swe_buq_ops_float_v4;
 extern const swe_buq_ops swe_buq_ops_double_v3;
+extern const swe_buq_ops swe_buq_ops_double_v4;
 #endif
 
 #endif

@@ -205,9 +205,11 @@ struct swe_kernels {
 
 extern const swe_kernels swe_kernels_float;
 extern const swe_kernels swe_kernels_double;
-#if TESSERA_CPU_DISPATCH /* the x86-64-v3 build of the same loops (tessera/cpu.h) */
+#if TESSERA_CPU_DISPATCH /* the x86-64-v3 and v4 builds of the same loops (tessera/cpu.h) */
 extern const swe_kernels swe_kernels_float_v3;
+extern const swe_kernels swe_kernels_float_v4;
 extern const swe_kernels swe_kernels_double_v3;
+extern const swe_kernels swe_kernels_double_v4;
 #endif
 #if TESSERA_HAVE_CUDA
 extern const swe_kernels swe_kernels_cuda_float;

@@ -184,7 +184,11 @@ typedef struct side_run {
 /* Each pass loops over a span of a run: the items [at, at + n). A run of n >= SPAN items is cut
  * into its first n - n % SPAN and its last SPAN (computed twice where they overlap: the same
  * values), so that no item is left to a scalar remainder loop. */
+#if defined(TS_CPU_V4) && TS_CPU_V4
+#define SPAN 16 /* a vector of 16 floats */
+#else
 #define SPAN 8
+#endif
 #define IN_SPANS(n, pass)                                                                          \
   do {                                                                                             \
     int whole_ = (n) < SPAN ? (n) : (n) - (n) % SPAN;                                              \
@@ -203,9 +207,17 @@ static void reconstruct_span(const swe_part *s, const swe_consts *k, swe_idx c0,
   const ts_real *restrict un = A(x_axis ? s->u : s->v), *restrict ut = A(x_axis ? s->v : s->u);
   const unsigned char *restrict active = s->active;
   const swe_consts kk = *k;
+  /* the cells' activity as ints first: with bytes in the loop below, the compiler would take 32
+   * cells a vector iteration (too many registers) */
+  int act_m[RUN + 2], act_c[RUN + 2], act_p[RUN + 2];
+  for (int q = at; q < at + n; q++) {
+    act_m[q] = active[c0 + q - step];
+    act_c[q] = active[c0 + q];
+    act_p[q] = active[c0 + q + step];
+  }
   for (int q = at; q < at + n; q++) {
     swe_idx c = c0 + q, m = c - step, p = c + step;
-    int act[3] = {active[m], active[c], active[p]};
+    int act[3] = {act_m[q], act_c[q], act_p[q]};
     ts_real wv[3] = {w[m], w[c], w[p]}, bv[3] = {bed[m], bed[c], bed[p]};
     ts_real qnv[3] = {qn[m], qn[c], qn[p]}, qtv[3] = {qt[m], qt[c], qt[p]};
     ts_real unv[3] = {un[m], un[c], un[p]}, utv[3] = {ut[m], ut[c], ut[p]};
