@@ -62,14 +62,15 @@ fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then
   {
+    # one GPU (without --devices a run takes every GPU of the machine)
     for n in 2048 4096 8192; do
-      "$T" bench swe --backend cuda --size $n --steps 50 --json "$out/bench_cuda_$n.json"
+      "$T" bench swe --backend cuda --devices 0 --size $n --steps 50 --json "$out/bench_cuda_$n.json"
     done
-    "$T" bench swe --backend cuda --size 8192 --steps 20 --precision double
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 20 --precision double
     # the two engines of stage kernels on the same sizes (auto picks rows from 2048^2 up)
     for kern in tiles rows; do
       for n in 1024 2048 4096; do
-        "$T" bench swe --backend cuda --size $n --steps 50 --gpu-kernels $kern
+        "$T" bench swe --backend cuda --devices 0 --size $n --steps 50 --gpu-kernels $kern
       done
     done
     "$T" bench swe --backend cpu --size 2048 --steps 5
@@ -325,13 +326,13 @@ if [ "$what" = buq ]; then
   (cd "$build" && ctest -L gpu -R buq --output-on-failure -j1) 2>&1 | tee "$out/gpu_tests_buq.log"
   {
     for n in 4096 8192; do
-      "$T" bench swe --backend cuda --size $n --steps 40
-      "$T" bench swe --backend cuda --size $n --steps 40 --grid buq
+      "$T" bench swe --backend cuda --devices 0 --size $n --steps 40
+      "$T" bench swe --backend cuda --devices 0 --size $n --steps 40 --grid buq
     done
-    "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq --block 8
-    "$T" bench swe --backend cuda --size 8192 --steps 40 --grid buq --levels 3
-    "$T" bench swe --backend cuda --size 8192 --steps 40 --precision double
-    "$T" bench swe --backend cuda --size 8192 --steps 40 --precision double --grid buq
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --block 8
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --grid buq --levels 3
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --precision double
+    "$T" bench swe --backend cuda --devices 0 --size 8192 --steps 40 --precision double --grid buq
     m=$root/examples/malpasset
     d=$m/data
     mal=(--quiet --set parallel.backend=cuda --set parallel.devices=0

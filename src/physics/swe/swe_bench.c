@@ -65,6 +65,10 @@ typedef struct bench_result {
   /* GPU memory the run took (in use at its end less before it) per cell, and the cells the GPUs'
    * memory free before it would hold at that rate (CUDA backend, one rank) */
   double device_bytes_per_cell, device_cells_max;
+  /* the subdomains the run had and the GPUs they were on, one entry per rank and device (without
+   * --devices a CUDA run takes every GPU of the node, so the report names them) */
+  int subdomains, ngpus;
+  int gpus[TS_MAX_DEVICES];
 } bench_result;
 
 static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel *par, long steps,
@@ -111,7 +115,13 @@ static ts_status bench_run(int n, ts_precision precision, const ts_swe_parallel 
     ts_swe_grid_info(s, &g);
     *r = (bench_result){
         .steps = done, .wall = elapsed, .mcells = (double)g.cells * done / elapsed / 1e6};
+    r->subdomains = nsub;
     for (int k = 0; k < nsub; k++) {
+      int d = after[k].device, seen = d < 0;
+      for (int g = 0; g < k && !seen; g++)
+        seen = after[g].device == d && after[g].rank == after[k].rank;
+      if (!seen && r->ngpus < TS_MAX_DEVICES)
+        r->gpus[r->ngpus++] = d;
       r->compute += (after[k].compute - before[k].compute) / nsub;
       r->pack += (after[k].pack - before[k].pack) / nsub;
       r->wait += (after[k].wait - before[k].wait) / nsub;
@@ -350,9 +360,7 @@ int swe_bench(int argc, char **argv, int full_argc, char **full_argv) {
   }
   if (st != TS_OK)
     return ts_cli_fail(st);
-  int nsub = par.subdomains ? par.subdomains : nranks;
-  /* The roofline: the device's measured copy bandwidth (1 GiB copied; bytes read + written). */
-  double copy_gbs = par.backend == TS_BACKEND_CUDA ? ts_gpu_copy_bandwidth(0, 1073741824.0) : 0;
+  int nsub = on.subdomains;
   /* Hidden fraction: 1 - wait / (pack + transfer + unpack), the transfer being the wait of the
    * run without overlap. */
   double exchange = on.pack + off.wait + on.unpack;
@@ -361,12 +369,24 @@ int swe_bench(int argc, char **argv, int full_argc, char **full_argv) {
     hidden = 0;
   if (!root)
     return 0;
+  /* The roofline: the measured copy bandwidth (1 GiB copied; bytes read + written) summed over
+   * the GPUs the run used (measured here, one after the other, on this rank's node's GPUs of
+   * those indices). */
+  double copy_gbs = 0;
+  for (int g = 0; par.backend == TS_BACKEND_CUDA && g < on.ngpus; g++)
+    copy_gbs += ts_gpu_copy_bandwidth(on.gpus[g], 1073741824.0);
+  char gpu_list[8 * TS_MAX_DEVICES] = "";
+  for (int g = 0; g < on.ngpus; g++)
+    snprintf(gpu_list + strlen(gpu_list), sizeof gpu_list - strlen(gpu_list), "%s%d", g ? "," : "",
+             on.gpus[g]);
   double cells = (double)n * n;
   printf("tessera bench swe: %ld x %ld cells, %s, RK2, %d subdomains (%s), %d ranks x %d "
-         "threads, ghost expansion %d, backend %s\n",
+         "threads, ghost expansion %d, backend %s%s%s%s%s\n",
          n, n, ts_precision_name(precision), nsub, ts_decomp_kind_name(par.decomposition), nranks,
          omp_get_max_threads(), par.ghost_expansion,
-         par.backend == TS_BACKEND_CUDA ? "cuda" : "cpu");
+         par.backend == TS_BACKEND_CUDA ? "cuda" : "cpu", on.ngpus ? " (GPU" : "",
+         on.ngpus > 1 ? "s " : (on.ngpus ? " " : ""), on.ngpus ? gpu_list : "",
+         on.ngpus ? ")" : "");
   if (bench_grid.type == TS_GRID_BUQ)
     printf("grid: quadtree, blocks of %d, %d level%s (Mcells/s over its cells)\n", bench_grid.block,
            bench_grid.levels, bench_grid.levels > 1 ? "s" : "");
@@ -385,10 +405,11 @@ int swe_bench(int argc, char **argv, int full_argc, char **full_argv) {
            on.device_bytes_per_cell, on.device_cells_max, sqrt(on.device_cells_max));
   if (copy_gbs > 0) {
     ts_gpu_info g;
-    ts_gpu_info_of(0, &g);
-    printf("GPU 0: %s; copy bandwidth %.0f GB/s; %.2f Gcells/s x %.0f B = %.0f GB/s = %.1f %% "
-           "of it\n",
-           g.name, copy_gbs, on.mcells / 1e3, bytes, on.mcells * 1e6 * bytes / 1e9,
+    ts_gpu_info_of(on.gpus[0], &g);
+    printf("GPU%s %s: %s; copy bandwidth %.0f GB/s%s; %.2f Gcells/s x %.0f B = %.0f GB/s = %.1f "
+           "%% of it\n",
+           on.ngpus > 1 ? "s" : "", gpu_list, g.name, copy_gbs, on.ngpus > 1 ? " (their sum)" : "",
+           on.mcells / 1e3, bytes, on.mcells * 1e6 * bytes / 1e9,
            100 * on.mcells * 1e6 * bytes / 1e9 / copy_gbs);
   }
   if (json) {
@@ -407,6 +428,11 @@ int swe_bench(int argc, char **argv, int full_argc, char **full_argv) {
     ts_json_key(&j, "threads"), ts_json_int(&j, omp_get_max_threads());
     ts_json_key(&j, "ranks"), ts_json_int(&j, nranks);
     ts_json_key(&j, "subdomains"), ts_json_int(&j, nsub);
+    ts_json_key(&j, "gpus");
+    ts_json_array_begin(&j);
+    for (int g = 0; g < on.ngpus; g++)
+      ts_json_int(&j, on.gpus[g]);
+    ts_json_array_end(&j);
     ts_json_key(&j, "decomposition"), ts_json_string(&j, ts_decomp_kind_name(par.decomposition));
     ts_json_key(&j, "ghost_expansion"), ts_json_int(&j, par.ghost_expansion);
     ts_json_key(&j, "steps"), ts_json_int(&j, on.steps);
