@@ -64,14 +64,20 @@ struct nodes_t {
   int64_t step[3];
 };
 
-/* Threads per block of the bulk kernel, 1024 threads per multiprocessor (at most 64 registers
- * each). Measured on an H100, D3Q19 at 384^3 (docs/PERFORMANCE.md): fp32 populations run 5 %
- * faster in blocks of 256 threads than of 128 (512: the same as 256; 64 and 1024: slower),
- * binary16 ones 2 % slower in blocks of 256 than of 128. */
+/* Threads per block of the bulk kernel and blocks per multiprocessor. Measured at D3Q19 384^3
+ * (docs/PERFORMANCE.md): fp32 populations run best at 1024 threads per multiprocessor (64
+ * registers each), 5 % faster in blocks of 256 threads than of 128 on an H100 (512: the same as
+ * 256; 64 and 1024: slower), and 5 to 17 % slower at 1280 threads (48 registers) on an H200.
+ * Binary16 ones carry half the bytes a thread, so they need more threads in flight: on an H200
+ * 1280 threads (10 blocks of 128, 48 registers, no spill) run 7 % faster than 1024 (1536 at 40
+ * registers spill and lose 3 %). The Smagorinsky collision stays at 1024 threads: at 48
+ * registers it spills. */
 #if LBM_FP16
 #define LBM_BLOCK 128
+#define LBM_BLOCKS_PER_SM 10
 #else
 #define LBM_BLOCK 256
+#define LBM_BLOCKS_PER_SM 4
 #endif
 
 /* Bulk nodes of box b, one thread per node: populations loaded from their slots, collided by
@@ -82,7 +88,7 @@ struct nodes_t {
  * wraps across pull and push across the wrap (lbm_wrap_pull) instead of through images. Other
  * nodes are left to k_edge. */
 template <typename I, int ODD, int TRT, int SMAG>
-static __global__ void __launch_bounds__(LBM_BLOCK, 1024 / LBM_BLOCK)
+static __global__ void __launch_bounds__(LBM_BLOCK, SMAG ? 1024 / LBM_BLOCK : LBM_BLOCKS_PER_SM)
     k_bulk(lbm_store *__restrict__ f, const unsigned char *__restrict__ type, I plane,
            const __grid_constant__ nodes_t at, const __grid_constant__ lbm_model model, ts_box b,
            I count) {
