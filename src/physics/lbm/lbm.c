@@ -306,10 +306,17 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
     p->inner.lo[a] += s->window[sub].lo[a] < p->core.lo[a];
     p->inner.hi[a] -= s->window[sub].hi[a] > p->core.hi[a];
   }
+  p->cells = p->own;
   for (int a = 0; a < 3; a++) {
     p->lo[a] = a < s->dim ? p->own.lo[a] - 1 : 0;
     p->len[a] = a < s->dim ? p->own.hi[a] - p->own.lo[a] + 2 : 1;
+    if (a < s->dim) {
+      p->cells.lo[a] = p->own.lo[a] > 1 ? p->own.lo[a] : 1;
+      p->cells.hi[a] = p->own.hi[a] < s->nodes[a] - 1 ? p->own.hi[a] : s->nodes[a] - 1;
+    }
   }
+  int align = lbm_row_align(s->k->elem);
+  p->len[0] = (p->len[0] + align - 1) / align * align;
   p->plane = (int64_t)p->len[0] * p->len[1] * p->len[2];
   p->f = populations_alloc((size_t)p->plane * (size_t)s->k->q * s->k->elem);
   p->type = malloc((size_t)p->plane);

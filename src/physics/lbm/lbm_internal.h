@@ -15,6 +15,8 @@
 #ifndef TESSERA_LBM_INTERNAL_H
 #define TESSERA_LBM_INTERNAL_H
 
+#include <stddef.h>
+
 #include "core/hd.h"
 #include "tessera/halo.h"
 #include "tessera/lbm.h"
@@ -57,8 +59,9 @@ typedef struct lbm_part {
   int sub;
   ts_box own;    /* owned nodes, global node coordinates */
   ts_box core;   /* own less the frame of split periodic axes (see ts_lbm.core) */
+  ts_box cells;  /* own less the frame: the owned nodes that are cells (where bulk nodes are) */
   int lo[3];     /* global node coordinates of local node (0, 0, 0) */
-  int len[3];    /* local nodes per axis */
+  int len[3];    /* local nodes per axis; along x a multiple of lbm_row_align (the row pitch) */
   int64_t plane; /* nodes of the local array */
   void *f;       /* LBM_Q planes of populations (deviation from the weights) */
   unsigned char *type;
@@ -86,6 +89,11 @@ typedef struct lbm_part {
   int64_t *keep_slot; /* q * plane + node */
   char *keep_value;   /* nkeep populations */
 } lbm_part;
+
+/* Nodes per row pitch unit: a row of the local arrays is a whole number of 32-byte sectors, so
+ * that with the GPU's arrays offset to put the first cell of a row at a sector's start (the
+ * CUDA backend), every row's cells start there and a warp's 32 nodes span whole sectors. */
+static inline int lbm_row_align(size_t elem) { return 32 / (int)elem; }
 
 static inline int64_t lbm_local(const lbm_part *p, int x, int y, int z) {
   return (x - p->lo[0]) +

@@ -34,7 +34,8 @@ typedef float lbm_store;
  * periodic and kept-slot lists, stream, and the events that order it against other streams (mark:
  * its own work, halo_mark: the halo copies to its device). */
 typedef struct lbm_gpu {
-  lbm_store *f;
+  lbm_store *f;     /* local node 0's populations, a few into `block` (see gpu_attach) */
+  lbm_store *block; /* the populations' allocation */
   unsigned char *type;
   int64_t *edge; /* computed nodes that are not bulk nodes, ascending */
   int nedge;
@@ -43,6 +44,10 @@ typedef struct lbm_gpu {
   lbm_store *keep_value;
   cudaStream_t stream;
   cudaEvent_t mark, halo_mark;
+  /* The edge nodes' kernel runs beside the bulk kernel, on a stream of higher priority forked
+   * from and joined back to `stream` (a step's nodes touch disjoint slots) */
+  cudaStream_t side;
+  cudaEvent_t fork, join;
 } lbm_gpu;
 
 static lbm_gpu *gpu_of(const lbm_part *p) { return (lbm_gpu *)p->gpu; }
@@ -108,19 +113,22 @@ template <typename I, int ODD, int TRT, int SMAG>
 static __global__ void __launch_bounds__(LBM_BLOCK, SMAG ? 1024 / LBM_BLOCK : LBM_BLOCKS_PER_SM)
     k_bulk(lbm_store *__restrict__ f, const unsigned char *__restrict__ type, I plane,
            const __grid_constant__ nodes_t at, const __grid_constant__ lbm_model model, ts_box b,
-           I count) {
+           int x0, I row, I count) {
   I i = (I)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count)
     return;
-  I w = (I)(b.hi[0] - b.lo[0]), rows = (I)(b.hi[1] - b.lo[1]);
-  I x = i % w, r = i / w, y = r % rows, z = r / rows;
-  I n = (b.lo[0] - at.lo[0] + x) +
+  I rows = (I)(b.hi[1] - b.lo[1]);
+  I r = i / row, y = r % rows, z = r / rows;
+  int x = x0 + (int)(i % row);
+  if (x < b.lo[0] || x >= b.hi[0])
+    return;
+  I n = (I)(x - at.lo[0]) +
         (I)at.len[0] * ((b.lo[1] - at.lo[1] + y) + (I)at.len[1] * (b.lo[2] - at.lo[2] + z));
   if (!(type[n] & LBM_BULK))
     return;
   unsigned wrap = 0;
   if (ODD) {
-    int c[3] = {b.lo[0] + (int)x, b.lo[1] + (int)y, b.lo[2] + (int)z};
+    int c[3] = {x, b.lo[1] + (int)y, b.lo[2] + (int)z};
     wrap = lbm_wrap_code(c, at.wrap);
   }
   lbm_model m = model;
@@ -244,14 +252,31 @@ static int64_t volume(const ts_box *b) {
   return v;
 }
 
+/* The bulk nodes of box b (clipped to the part's cells, the only nodes that can be bulk) in rows
+ * of threads that start at a sector's start: at the row's first node where that is one (the
+ * part's first cell is, by the layout: gpu_attach), else up to lbm_row_align - 1 nodes before it,
+ * and that are a whole number of warps long, so that a warp's loads and stores of a plane
+ * span whole 32-byte sectors. Rows shorter than two warps keep one thread a node. */
 template <typename I, int ODD, int TRT, int SMAG>
-static void launch_bulk(lbm_part *p, const lbm_model *m, const ts_box *b) {
+static void launch_bulk(lbm_part *p, const lbm_model *m, const ts_box *box) {
   lbm_gpu *g = gpu_of(p);
-  int64_t count = volume(b);
-  if (count > 0)
-    k_bulk<I, ODD, TRT, SMAG>
-        <<<(unsigned)((count + LBM_BLOCK - 1) / LBM_BLOCK), LBM_BLOCK, 0, g->stream>>>(
-            g->f, g->type, (I)p->plane, nodes_of(p), *m, *b, (I)count);
+  ts_box b = *box;
+  for (int a = 0; a < 3; a++) {
+    b.lo[a] = b.lo[a] > p->cells.lo[a] ? b.lo[a] : p->cells.lo[a];
+    b.hi[a] = b.hi[a] < p->cells.hi[a] ? b.hi[a] : p->cells.hi[a];
+  }
+  if (volume(&b) == 0)
+    return;
+  int w = b.hi[0] - b.lo[0], x0 = b.lo[0], row = w;
+  if (w >= 64) {
+    int align = lbm_row_align(sizeof(lbm_store));
+    x0 -= (b.lo[0] - p->cells.lo[0]) % align;
+    row = (b.hi[0] - x0 + 31) / 32 * 32;
+  }
+  int64_t count = (int64_t)row * (b.hi[1] - b.lo[1]) * (b.hi[2] - b.lo[2]);
+  k_bulk<I, ODD, TRT, SMAG>
+      <<<(unsigned)((count + LBM_BLOCK - 1) / LBM_BLOCK), LBM_BLOCK, 0, g->stream>>>(
+          g->f, g->type, (I)p->plane, nodes_of(p), *m, b, x0, (I)row, (I)count);
 }
 
 /* The bulk nodes of box b, through the instance of k_bulk for the part's size, the step's
@@ -296,14 +321,18 @@ static void launch_step(lbm_part *p, const lbm_consts *k, int odd, const ts_box 
   }
   if (which == LBM_BORDER && volume(inner) == 0)
     boxes[0] = p->own, nboxes = 1;
+  if (g->nedge > 0) { /* beside the bulk nodes: each slot is read and written by one node */
+    ts_gpu_stream_after(g->side, g->stream, g->fork);
+    k_edge<<<(g->nedge + 127) / 128, 128, 0, g->side>>>(
+        view_of(p), *k, nodes_of(p), g->edge, g->nedge, inner ? *inner : p->own, which, odd);
+    check(cudaGetLastError(), "launch of the edge kernel");
+  }
   int small = p->plane * LBM_Q < ((int64_t)1 << 32);
   for (int b = 0; b < nboxes; b++)
     small ? bulk_in<uint32_t>(p, &m, odd, &boxes[b]) : bulk_in<uint64_t>(p, &m, odd, &boxes[b]);
   check(cudaGetLastError(), "launch of the bulk kernel");
   if (g->nedge > 0)
-    k_edge<<<(g->nedge + 127) / 128, 128, 0, g->stream>>>(
-        view_of(p), *k, nodes_of(p), g->edge, g->nedge, inner ? *inner : p->own, which, odd);
-  check(cudaGetLastError(), "launch of the edge kernel");
+    ts_gpu_stream_after(g->stream, g->side, g->join);
 }
 
 static void gpu_even(lbm_part *p, const lbm_consts *k) { launch_step(p, k, 0, NULL, LBM_ALL); }
@@ -369,7 +398,7 @@ static void gpu_release(lbm_part *p) {
   if (!g)
     return;
   cudaSetDevice(p->device);
-  cudaFree(g->f);
+  cudaFree(g->block);
   cudaFree(g->type);
   cudaFree(g->edge);
   cudaFree(g->periodic_node);
@@ -384,6 +413,12 @@ static void gpu_release(lbm_part *p) {
     cudaEventDestroy(g->mark);
   if (g->halo_mark)
     cudaEventDestroy(g->halo_mark);
+  if (g->side)
+    cudaStreamDestroy(g->side);
+  if (g->fork)
+    cudaEventDestroy(g->fork);
+  if (g->join)
+    cudaEventDestroy(g->join);
   free(g);
   p->gpu = NULL;
   p->dev_f = NULL;
@@ -434,9 +469,27 @@ static ts_status gpu_attach(lbm_part *p, int device) {
     e = cudaEventCreateWithFlags(&g->mark, cudaEventDisableTiming);
   if (e == cudaSuccess)
     e = cudaEventCreateWithFlags(&g->halo_mark, cudaEventDisableTiming);
-  size_t np = (size_t)p->nperiodic, nk = (size_t)p->nkeep;
+  int least, greatest;
   if (e == cudaSuccess)
-    e = upload((void **)&g->f, p->f, (size_t)p->plane * LBM_Q * sizeof(lbm_store));
+    e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithPriority(&g->side, cudaStreamNonBlocking, greatest);
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming);
+  if (e == cudaSuccess)
+    e = cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming);
+  size_t np = (size_t)p->nperiodic, nk = (size_t)p->nkeep;
+  /* the populations offset so that the part's first cell of every row starts a sector (the
+   * allocation starts at one, and a row is a whole number of them: lbm_row_align) */
+  int align = lbm_row_align(sizeof(lbm_store));
+  int lead = ((p->lo[0] - p->cells.lo[0]) % align + align) % align;
+  size_t bytes = (size_t)p->plane * LBM_Q * sizeof(lbm_store);
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&g->block, bytes + (size_t)lead * sizeof(lbm_store));
+  if (e == cudaSuccess) {
+    g->f = g->block + lead;
+    e = cudaMemcpy(g->f, p->f, bytes, cudaMemcpyHostToDevice);
+  }
   if (e == cudaSuccess)
     e = upload((void **)&g->type, p->type, (size_t)p->plane);
   int64_t *edge = e == cudaSuccess ? edge_nodes(p, &g->nedge) : NULL;
