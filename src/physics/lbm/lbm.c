@@ -277,20 +277,19 @@ static void mark_bulk(const ts_lbm *s, lbm_part *p) {
       }
 }
 
-/* Zeroed memory for a part's populations. Large arrays are aligned to 2 MiB and asked to be
- * backed by huge pages (where the kernel allows it on request): a step streams through each
- * of the Q planes at once, and 4 KiB pages cost a TLB miss, and stop the hardware prefetchers,
- * every few rows of every plane. */
+/* Zeroed memory for a part's populations, starting at a cache line. Large arrays are aligned
+ * to 2 MiB and asked to be backed by huge pages (where the kernel allows it on request): a step
+ * streams through each of the Q planes at once, and 4 KiB pages cost a TLB miss, and stop the
+ * hardware prefetchers, every few rows of every plane. */
 static void *populations_alloc(size_t bytes) {
-  size_t huge = (size_t)2 << 20;
-  if (bytes < 4 * huge)
-    return calloc(bytes, 1);
-  bytes = (bytes + huge - 1) / huge * huge;
-  void *f = aligned_alloc(huge, bytes);
+  size_t huge = (size_t)2 << 20, align = bytes < 4 * huge ? 64 : huge;
+  bytes = (bytes + align - 1) / align * align;
+  void *f = aligned_alloc(align, bytes);
   if (!f)
     return NULL;
 #ifdef MADV_HUGEPAGE
-  madvise(f, bytes, MADV_HUGEPAGE);
+  if (align == huge)
+    madvise(f, bytes, MADV_HUGEPAGE);
 #endif
   memset(f, 0, bytes);
   return f;
@@ -318,7 +317,10 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
   int align = lbm_row_align(s->k->elem);
   p->len[0] = (p->len[0] + align - 1) / align * align;
   p->plane = (int64_t)p->len[0] * p->len[1] * p->len[2];
-  p->f = populations_alloc((size_t)p->plane * (size_t)s->k->q * s->k->elem);
+  p->lead = lbm_lead(p, s->k->elem);
+  char *block =
+      populations_alloc(((size_t)p->plane * (size_t)s->k->q + (size_t)p->lead) * s->k->elem);
+  p->f = block ? block + (size_t)p->lead * s->k->elem : NULL;
   p->type = malloc((size_t)p->plane);
   if (!p->f || !p->type)
     return ts_error(TS_ERR_NOMEM, "lbm: out of memory for a subdomain of %lld nodes",
@@ -337,8 +339,9 @@ static ts_status part_create(ts_lbm *s, lbm_part *p, int sub, int device) {
   return s->k->attach ? s->k->attach(p, device) : TS_OK;
 }
 
-static void part_destroy(lbm_part *p) {
-  free(p->f);
+static void part_destroy(const ts_lbm *s, lbm_part *p) {
+  if (p->f)
+    free((char *)p->f - (size_t)p->lead * s->k->elem);
   free(p->type);
   free(p->u_prev);
   free(p->periodic_node);
@@ -696,7 +699,7 @@ void ts_lbm_destroy(ts_lbm *s) {
   for (int k = 0; k < s->nparts && s->parts; k++) {
     if (s->k && s->k->release)
       s->k->release(&s->parts[k]);
-    part_destroy(&s->parts[k]);
+    part_destroy(s, &s->parts[k]);
   }
 #if TESSERA_HAVE_CUDA
   if (s->transport_open)

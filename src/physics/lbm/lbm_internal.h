@@ -63,7 +63,10 @@ typedef struct lbm_part {
   int lo[3];     /* global node coordinates of local node (0, 0, 0) */
   int len[3];    /* local nodes per axis; along x a multiple of lbm_row_align (the row pitch) */
   int64_t plane; /* nodes of the local array */
-  void *f;       /* LBM_Q planes of populations (deviation from the weights) */
+  /* LBM_Q planes of populations (deviation from the weights), `lead` populations into their
+   * allocation, so that the first cell of every row starts a 32-byte sector (lbm_row_align) */
+  void *f;
+  int lead;
   unsigned char *type;
   float *u_prev; /* velocities at the last ts_lbm_change, 3 per local node */
   ts_box inner;  /* owned nodes none of whose neighbours is a halo node */
@@ -91,9 +94,16 @@ typedef struct lbm_part {
 } lbm_part;
 
 /* Nodes per row pitch unit: a row of the local arrays is a whole number of 32-byte sectors, so
- * that with the GPU's arrays offset to put the first cell of a row at a sector's start (the
- * CUDA backend), every row's cells start there and a warp's 32 nodes span whole sectors. */
+ * that with the arrays offset to put the part's first cell at a sector's start (lbm_part.lead),
+ * every row's cells start there: a GPU warp's 32 nodes span whole sectors, a CPU vector of
+ * 32 bytes does not straddle two cache lines. */
 static inline int lbm_row_align(size_t elem) { return 32 / (int)elem; }
+
+/* The populations before local node 0 that put the part's first cell at a sector's start. */
+static inline int lbm_lead(const lbm_part *p, size_t elem) {
+  int align = lbm_row_align(elem);
+  return ((p->lo[0] - p->cells.lo[0]) % align + align) % align;
+}
 
 static inline int64_t lbm_local(const lbm_part *p, int x, int y, int z) {
   return (x - p->lo[0]) +

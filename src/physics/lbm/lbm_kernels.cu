@@ -479,10 +479,8 @@ static ts_status gpu_attach(lbm_part *p, int device) {
   if (e == cudaSuccess)
     e = cudaEventCreateWithFlags(&g->join, cudaEventDisableTiming);
   size_t np = (size_t)p->nperiodic, nk = (size_t)p->nkeep;
-  /* the populations offset so that the part's first cell of every row starts a sector (the
-   * allocation starts at one, and a row is a whole number of them: lbm_row_align) */
-  int align = lbm_row_align(sizeof(lbm_store));
-  int lead = ((p->lo[0] - p->cells.lo[0]) % align + align) % align;
+  /* the populations offset as on the host (lbm_part.lead): cudaMalloc starts at a sector */
+  int lead = p->lead;
   size_t bytes = (size_t)p->plane * LBM_Q * sizeof(lbm_store);
   if (e == cudaSuccess)
     e = cudaMalloc((void **)&g->block, bytes + (size_t)lead * sizeof(lbm_store));
