@@ -24,4 +24,9 @@ rm -f "$dst"/tests/unit/unit_* "$dst"/tests/fuzz/fuzz_*
 # the outputs local test runs left (the tests make them again)
 find "$dst/tests" -mindepth 2 -maxdepth 2 -type d ! -name CMakeFiles -exec rm -rf {} +
 strip "$dst"/apps/tessera/tessera "$dst"/tests/*/* 2>/dev/null || true
+# the commit the build was made from, for the results' records (bench/device.sh prints it)
+{
+  git -C "$root" log -1 --format='%h %s'
+  git -C "$root" status --porcelain --untracked-files=no | sed 's/^/  changed: /'
+} >"$dst/COMMIT" 2>/dev/null || true
 du -sh "$dst"

@@ -52,7 +52,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --f
 gpus=$(nvidia-smi -L | wc -l)
 devs=$(seq -s, 0 $((gpus - 1)))
 "$T" info
-git -C "$root" log -1 --format='commit %h %s' 2>/dev/null || true
+# the commit of the build (written by bench/device-pack.sh), not of the checkout copied here
+if [ -f "$build/COMMIT" ]; then
+  echo "build of commit $(cat "$build/COMMIT")"
+else
+  echo "build of an unknown commit (not packed by bench/device-pack.sh)"
+fi
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
   # CTEST_JOBS tests at a time (default 1; the tests share the GPUs, which only slows them)
