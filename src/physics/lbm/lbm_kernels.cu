@@ -34,7 +34,7 @@ typedef float lbm_store;
  * periodic and kept-slot lists, stream, and the events that order it against other streams (mark:
  * its own work, halo_mark: the halo copies to its device). */
 typedef struct lbm_gpu {
-  lbm_store *f;     /* local node 0's populations, a few into `block` (see gpu_attach) */
+  lbm_store *f;     /* local node 0's populations, lbm_part.lead into `block` */
   lbm_store *block; /* the populations' allocation */
   unsigned char *type;
   int64_t *edge; /* computed nodes that are not bulk nodes, ascending */
@@ -254,9 +254,9 @@ static int64_t volume(const ts_box *b) {
 
 /* The bulk nodes of box b (clipped to the part's cells, the only nodes that can be bulk) in rows
  * of threads that start at a sector's start: at the row's first node where that is one (the
- * part's first cell is, by the layout: gpu_attach), else up to lbm_row_align - 1 nodes before it,
- * and that are a whole number of warps long, so that a warp's loads and stores of a plane
- * span whole 32-byte sectors. Rows shorter than two warps keep one thread a node. */
+ * part's first cell is, by the layout: lbm_part.lead), else up to lbm_row_align - 1 nodes before
+ * it, and that are a whole number of warps long, so that a warp's loads and stores of a plane span
+ * whole 32-byte sectors. Rows shorter than two warps keep one thread a node. */
 template <typename I, int ODD, int TRT, int SMAG>
 static void launch_bulk(lbm_part *p, const lbm_model *m, const ts_box *box) {
   lbm_gpu *g = gpu_of(p);
