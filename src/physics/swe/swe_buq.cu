@@ -71,11 +71,13 @@ typedef struct gpu_state {
   ts_buq_block *blocks;
   leaf_lists all, first, second;
   int *plain_list, nplain, *dropped;
-  unsigned char *in_plain;     /* device: 1 for the leaves of plain_list */
-  int stage;                   /* the stage the next passes belong to */
-  int plain_recorded;          /* the last stage recorded the plain leaves' maps */
-  int maps_done;               /* ... and the other leaves' */
-  unsigned char *plain, *mark; /* host: plain leaves; scratch */
+  int *unit_list, nruns, nsingle; /* device: the plain leaves in units (runs, then single) */
+  int *unit_host;                 /* host: unit_list being built */
+  unsigned char *in_plain;        /* device: 1 for the leaves of plain_list */
+  int stage;                      /* the stage the next passes belong to */
+  int plain_recorded;             /* the last stage recorded the plain leaves' maps */
+  int maps_done;                  /* ... and the other leaves' */
+  unsigned char *plain, *mark;    /* host: plain leaves; scratch */
   ts_buq_block *host_blocks;
   int *level_of;             /* host: each leaf's level */
   int *by_level, *host_list; /* host: lists being built */
@@ -441,23 +443,32 @@ static __global__ void k_end(buq_clock *clock, const int *bad, swe_buq_view v,
  * plain leaf) needs no ghost cells: a thread block copies its cells and a ring of R cells of its
  * neighbours into shared memory and runs the passes there, as the tile engine does on the
  * uniform grid (swe_tiles.cu), with the same functions on the same values, so the bits are
- * those of the passes above. k_plain_fluxes gives the first stage's fluxes, bed sources, start
- * state and the characteristic speeds of the first ghost ring; the time step waits for every
- * wave speed; then k_plain_update computes the limiters of the leaf and its first ring from the
- * stored fluxes and updates the leaf. k_plain_stage runs a second stage whole: the fluxes of the
- * leaf and its first ring, their limiters, the update and the flood maps. As it reads its
- * neighbours' state while other blocks update theirs, it writes the new state of the cells they
- * read (the band) into (w0, hu0, hv0), whose start-of-step values only the cell's own update
- * reads, and k_commit moves it to (w, hu, hv) once the other leaves are updated. Shared arrays
- * whose lives do not overlap share storage: the y fluxes the velocities and corners, the
- * limiters and speed caps the reconstructed sides. */
-template <int M, int R> struct plain_tile {
-  enum { S = M + 2 * R + 1, N = S * S }; /* the leaf, R cells around, one more corner */
+ * those of the passes above. A thread block takes a run of PX plain leaves of the step side by
+ * side along x (a unit: the first leaf and its east neighbours, plain_run(M) of them where the
+ * step has them, else one), so that the ring of neighbours' cells it copies and the faces and
+ * cells of the ring it computes twice are shared by PX leaves. k_plain_fluxes gives the first
+ * stage's fluxes, bed sources, start state and the characteristic speeds of the first ghost
+ * ring; the time step waits for every wave speed; then k_plain_update computes the limiters of
+ * the leaf and its first ring from the stored fluxes and updates the leaf. k_plain_stage runs a
+ * second stage whole: the fluxes of the unit and its first ring, their limiters, the update and
+ * the flood maps. As it reads its neighbours' state while other blocks update theirs, it writes
+ * the new state of the cells they read (the unit's band) into (w0, hu0, hv0), whose start-of-step
+ * values only the cell's own update reads, and k_commit moves it to (w, hu, hv) once the other
+ * leaves are updated. A leaf out of the step (early exit) in a unit is read, never written.
+ * Shared arrays whose lives do not overlap share storage: the y fluxes the velocities and
+ * corners, the limiters and speed caps the reconstructed sides. */
+template <int M, int R, int PX> struct plain_tile {
+  /* the unit, R cells around, one more corner */
+  enum { SX = PX * M + 2 * R + 1, SY = M + 2 * R + 1, N = SX * SY };
   static size_t bytes() { return (size_t)N * (14 * sizeof(ts_real) + 2 * sizeof(side_t) + 1); }
 };
 
-template <int M, int R> __device__ static window_t plain_layout(char *mem) {
-  enum { N = plain_tile<M, R>::N };
+/* Plain leaves side by side in a thread block: four of 8^2 cells (2,358 -> 2,740 Mcells/s on the
+ * wet basin at 8192^2 on an H200), one of 16^2 (two: 3,452 -> 3,275). */
+__host__ __device__ static constexpr int plain_run(int M) { return M == 16 ? 1 : 4; }
+
+template <int M, int R, int PX> __device__ static window_t plain_layout(char *mem) {
+  enum { N = plain_tile<M, R, PX>::N };
   window_t t;
   ts_real *r = (ts_real *)mem;
   t.a.w = r, t.a.hu = r + N, t.a.hv = r + 2 * N, t.a.bed = r + 3 * N, t.a.corner = r + 4 * N;
@@ -471,33 +482,63 @@ template <int M, int R> __device__ static window_t plain_layout(char *mem) {
   t.a.active = (const unsigned char *)(t.hi + N);
   t.a.w_carry = t.a.w0 = t.a.hu0 = t.a.hv0 = NULL;
   t.a.friction = NULL;
-  t.a.row = plain_tile<M, R>::S;
+  t.a.row = plain_tile<M, R, PX>::SX;
   t.a.start_kept = 0;
   return t;
 }
 
-/* Shared index of leaf cell (i, j). */
-template <int M, int R> __device__ static inline int plain_at(int i, int j) {
-  return (i + R) + (j + R) * plain_tile<M, R>::S;
+/* Shared index of the unit's cell (i, j) (i across its PX leaves). */
+template <int M, int R, int PX> __device__ static inline int plain_at(int i, int j) {
+  return (i + R) + (j + R) * plain_tile<M, R, PX>::SX;
 }
 
-/* Copies the state, beds and activity of leaf k and R cells of its neighbours, then computes the
- * velocities. */
-template <int M, int R>
-__device__ static void plain_load(window_t *t, const swe_buq_view *v, int k, const swe_consts *kc) {
-  enum { S = plain_tile<M, R>::S, N = plain_tile<M, R>::N };
-  const ts_buq_block *b = &v->blocks[k];
-  WINDOW_FOR(e, N) {
-    int i = e % S - R, j = e / S - R;
-    int qi = i < 0 ? -1 : (i >= M ? 1 : 0), qj = j < 0 ? -1 : (j >= M ? 1 : 0);
-    int n = k;
-    if (qj == 0 && qi != 0)
+/* A unit's leaves from its first along x, and those in the step (bit q for leaf q). Leaf q is
+ * picked by selects, not by index, so that the leaves stay in registers. */
+template <int PX> struct plain_unit {
+  int leaf[PX];
+  unsigned on;
+  __device__ plain_unit(const swe_buq_view *v, step_t st, int first) {
+    on = 0;
+#pragma unroll
+    for (int q = 0; q < PX; q++) {
+      leaf[q] = q == 0 ? first : v->blocks[leaf[q - 1]].side[TS_BUQ_EAST][0];
+      on |= (unsigned)!skip(st, leaf[q]) << q;
+    }
+  }
+  __device__ int at(int q) const {
+    int k = leaf[0];
+#pragma unroll
+    for (int p = 1; p < PX; p++)
+      k = q == p ? leaf[p] : k;
+    return k;
+  }
+  __device__ bool in_step(int q) const { return (on >> q) & 1u; }
+};
+
+/* Copies the state, beds and activity of the unit's leaves and R cells of their neighbours, then
+ * computes the velocities. */
+template <int M, int R, int PX>
+__device__ static void plain_load(window_t *t, const swe_buq_view *v, const plain_unit<PX> &u,
+                                  const swe_consts *kc) {
+  enum { SX = plain_tile<M, R, PX>::SX, N = plain_tile<M, R, PX>::N, COLS = PX + 2 };
+  __shared__ int around[3 * COLS]; /* the leaf of each (column, row) of leaves, from (-1, -1) */
+  WINDOW_FOR(e, 3 * COLS) {
+    int qi = e % COLS - 1, qj = e / COLS - 1;
+    const ts_buq_block *b = &v->blocks[u.at(qi < 0 ? 0 : (qi >= PX ? PX - 1 : qi))];
+    int n;
+    if (qi >= 0 && qi < PX)
+      n = qj == 0 ? u.at(qi) : b->side[qj < 0 ? TS_BUQ_SOUTH : TS_BUQ_NORTH][0];
+    else if (qj == 0)
       n = b->side[qi < 0 ? TS_BUQ_WEST : TS_BUQ_EAST][0];
-    else if (qi == 0 && qj != 0)
-      n = b->side[qj < 0 ? TS_BUQ_SOUTH : TS_BUQ_NORTH][0];
-    else if (qi != 0)
+    else
       n = b->corner[(qi > 0) + 2 * (qj > 0)];
-    swe_idx c = buq_cell(v, n, i - qi * M, j - qj * M);
+    around[e] = n;
+  }
+  __syncthreads();
+  WINDOW_FOR(e, N) {
+    int i = e % SX - R, j = e / SX - R;
+    int qi = i < 0 ? -1 : i / M, qj = j < 0 ? -1 : (j >= M ? 1 : 0);
+    swe_idx c = buq_cell(v, around[(qi + 1) + (qj + 1) * COLS], i - qi * M, j - qj * M);
     t->a.w[e] = v->w[c], t->a.hu[e] = v->hu[c], t->a.hv[e] = v->hv[c];
     ((ts_real *)t->a.bed)[e] = v->bed[c];
     ((ts_real *)t->a.corner)[e] = v->corner[c];
@@ -508,122 +549,138 @@ __device__ static void plain_load(window_t *t, const swe_buq_view *v, int k, con
   __syncthreads();
 }
 
-/* Stores the fluxes of the leaf's faces along one axis and its cells' bed sources (completed
- * with their high faces' corrections). */
-template <int M, int R>
-__device__ static void plain_store(const window_t *t, const swe_buq_view *v, int k, int x_axis) {
-  enum { S = plain_tile<M, R>::S };
-  int step = x_axis ? 1 : S;
+/* Stores the fluxes of the faces of the unit's leaves in the step along one axis and their
+ * cells' bed sources (completed with their high faces' corrections). */
+template <int M, int R, int PX>
+__device__ static void plain_store(const window_t *t, const swe_buq_view *v,
+                                   const plain_unit<PX> &u, int x_axis) {
+  enum { SX = plain_tile<M, R, PX>::SX };
+  int step = x_axis ? 1 : SX;
   ts_real *const *to = x_axis ? v->fx : v->fy;
   ts_real *const *from = x_axis ? t->a.fx : t->a.fy;
-  WINDOW_FOR(n, (M + 1) * M) { /* consecutive threads along x */
+  WINDOW_FOR(e, PX * (M + 1) * M) { /* consecutive threads along x */
+    int q = e / ((M + 1) * M), n = e % ((M + 1) * M);
+    if (!u.in_step(q))
+      continue;
     int f = x_axis ? n % (M + 1) : n / M, line = x_axis ? n / (M + 1) : n % M;
     int i = x_axis ? f : line, j = x_axis ? line : f;
-    int c = plain_at<M, R>(i, j);
-    swe_idx g = buq_cell(v, k, i, j);
+    int c = plain_at<M, R, PX>(i + q * M, j);
+    swe_idx g = buq_cell(v, u.at(q), i, j);
     to[0][g] = from[0][c], to[1][g] = from[1][c], to[2][g] = from[2][c];
     if (f < M)
       (x_axis ? v->src_x : v->src_y)[g] = (x_axis ? t->a.src_x : t->a.src_y)[c] - t->corr[c + step];
   }
 }
 
-/* The first stage's sweeps of the plain leaves `list` (a block each): fluxes, bed sources, the
+/* The first stage's sweeps of the plain units `list` (a block each): fluxes, bed sources, the
  * characteristic speeds of the first ghost ring (the speed caps read them), the state at the
  * start of the step in (w0, hu0, hv0) and, with amax, the largest wave speeds per level and
- * axis. */
-template <int M>
-static __global__ void __launch_bounds__(M *M)
+ * axis over the faces of the leaves in the step. */
+template <int M, int PX>
+static __global__ void __launch_bounds__(PX *M *M)
     k_plain_fluxes(swe_buq_view v, step_t st, const int *list, swe_bits *amax) {
-  enum { R = 2, S = plain_tile<M, R>::S };
+  enum { R = 2, S = plain_tile<M, R, PX>::SX, W = PX * M };
   extern __shared__ __align__(16) char plain_mem[];
-  int k = list[blockIdx.x], level = v.blocks[k].level;
-  if (skip(st, k))
+  plain_unit<PX> u(&v, st, list[blockIdx.x]);
+  if (!u.on)
     return;
-  window_t t = plain_layout<M, R>(plain_mem);
-  auto every_face = [](int, int, int, int) { return 1; };
+  int level = v.blocks[u.leaf[0]].level;
+  window_t t = plain_layout<M, R, PX>(plain_mem);
+  /* a face counts where the leaf of its low or high cell is in the step */
+  auto x_face = [&](int a, int, int, int) {
+    int f = a - R;
+    return (f < W && u.in_step(f / M)) || (f > 0 && u.in_step((f - 1) / M));
+  };
+  auto y_face = [&](int, int b, int, int) { return (int)u.in_step((b - R) / M); };
   swe_consts kc = buq_consts(&v, level);
-  plain_load<M, R>(&t, &v, k, &kc);
-  WINDOW_FOR(n, 4 * M) {
-    int gi, gj;
+  plain_load<M, R, PX>(&t, &v, u, &kc);
+  WINDOW_FOR(e, PX * 4 * M) {
+    int q = e / (4 * M), n = e % (4 * M), gi, gj;
+    if (!u.in_step(q))
+      continue;
     buq_ghost_at(M, n / M, 0, n % M, &gi, &gj);
-    v.char_speed[buq_cell(&v, k, gi, gj)] = t.a.char_speed[plain_at<M, R>(gi, gj)];
+    v.char_speed[buq_cell(&v, u.at(q), gi, gj)] =
+        t.a.char_speed[plain_at<M, R, PX>(gi + q * M, gj)];
   }
-  WINDOW_FOR(n, M * M) { /* the state at the start of the step (the update's save) */
-    int e = plain_at<M, R>(n % M, n / M);
-    swe_idx c = buq_cell(&v, k, n % M, n / M);
-    if (t.a.active[e])
-      v.w0[c] = t.a.w[e], v.hu0[c] = t.a.hu[e], v.hv0[c] = t.a.hv[e];
+  WINDOW_FOR(e, PX * M * M) { /* the state at the start of the step (the update's save) */
+    int q = e / (M * M), n = e % (M * M);
+    int c_sh = plain_at<M, R, PX>(n % M + q * M, n / M);
+    swe_idx c = buq_cell(&v, u.at(q), n % M, n / M);
+    if (u.in_step(q) && t.a.active[c_sh])
+      v.w0[c] = t.a.w[c_sh], v.hu0[c] = t.a.hu[c_sh], v.hv0[c] = t.a.hv[c_sh];
   }
-  window_reconstruct<M + 2, M, S>(&t, &kc, 1, R - 1, R);
+  window_reconstruct<W + 2, M, S>(&t, &kc, 1, R - 1, R);
   __syncthreads();
-  ts_real ax = window_faces<M + 1, M, S>(&t, &kc, 1, R, R, every_face);
+  ts_real ax = window_faces<W + 1, M, S>(&t, &kc, 1, R, R, x_face);
   __syncthreads();
-  plain_store<M, R>(&t, &v, k, 1);
-  window_reconstruct<M + 2, M, S>(&t, &kc, 0, R - 1, R);
+  plain_store<M, R, PX>(&t, &v, u, 1);
+  window_reconstruct<M + 2, W, S>(&t, &kc, 0, R - 1, R);
   __syncthreads();
-  ts_real ay = window_faces<M + 1, M, S>(&t, &kc, 0, R, R, every_face);
+  ts_real ay = window_faces<M + 1, W, S>(&t, &kc, 0, R, R, y_face);
   __syncthreads();
-  plain_store<M, R>(&t, &v, k, 0);
+  plain_store<M, R, PX>(&t, &v, u, 0);
   if (amax) {
     block_max(ax, amax + 2 * level);
     block_max(ay, amax + 2 * level + 1);
   }
 }
 
-/* Whether cell (i, j) of a plain leaf lies in its band: the cells its neighbours' kernels read
+/* Whether cell (i, j) of a plain unit lies in its band: the cells other blocks' kernels read
  * (those within PLAIN_REACH of its sides). */
 enum { PLAIN_REACH = 3 };
-template <int M> __device__ static inline bool plain_band(int i, int j) {
-  return i < PLAIN_REACH || j < PLAIN_REACH || i >= M - PLAIN_REACH || j >= M - PLAIN_REACH;
+template <int M, int PX> __device__ static inline bool plain_band(int i, int j) {
+  return i < PLAIN_REACH || j < PLAIN_REACH || i >= PX * M - PLAIN_REACH || j >= M - PLAIN_REACH;
 }
 
-/* A second stage of the plain leaves `list` (a block each), whole: the new state (the band's
+/* A second stage of the plain units `list` (a block each), whole: the new state (the band's
  * into (w0, hu0, hv0), the rest in place), the velocities, the non-finite flag, and the flood
  * maps at the end of the step. */
-template <int M>
-static __global__ void __launch_bounds__(M *M)
+template <int M, int PX>
+static __global__ void __launch_bounds__(PX *M *M)
     k_plain_stage(swe_buq_view v, step_t st, const int *list, int stage, int *bad) {
-  enum { R = PLAIN_REACH, S = plain_tile<M, R>::S, CELLS = M + 2 };
+  enum { R = PLAIN_REACH, S = plain_tile<M, R, PX>::SX, W = PX * M, CX = W + 2, CY = M + 2 };
   extern __shared__ __align__(16) char plain_mem[];
-  int k = list[blockIdx.x];
-  if (skip(st, k))
+  plain_unit<PX> u(&v, st, list[blockIdx.x]);
+  if (!u.on)
     return;
   ts_real dt = (ts_real)st.clock->dt;
-  window_t t = plain_layout<M, R>(plain_mem);
+  window_t t = plain_layout<M, R, PX>(plain_mem);
   auto every_face = [](int, int, int, int) { return 1; };
-  swe_consts kc = buq_consts(&v, v.blocks[k].level);
-  plain_load<M, R>(&t, &v, k, &kc);
-  /* the faces of the leaf's cells and of its first ring */
-  window_reconstruct<M + 4, CELLS, S>(&t, &kc, 1, R - 2, R - 1);
+  swe_consts kc = buq_consts(&v, v.blocks[u.leaf[0]].level);
+  plain_load<M, R, PX>(&t, &v, u, &kc);
+  /* the faces of the unit's cells and of its first ring */
+  window_reconstruct<W + 4, CY, S>(&t, &kc, 1, R - 2, R - 1);
   __syncthreads();
-  window_faces<M + 3, CELLS, S>(&t, &kc, 1, R - 1, R - 1, every_face);
+  window_faces<W + 3, CY, S>(&t, &kc, 1, R - 1, R - 1, every_face);
   __syncthreads();
-  WINDOW_FOR(n, CELLS * CELLS) {
-    int c = (R - 1 + n % CELLS) + (R - 1 + n / CELLS) * S;
+  WINDOW_FOR(n, CX * CY) {
+    int c = (R - 1 + n % CX) + (R - 1 + n / CX) * S;
     t.a.src_x[c] = t.a.src_x[c] - t.corr[c + 1];
   }
-  window_reconstruct<M + 4, CELLS, S>(&t, &kc, 0, R - 2, R - 1);
+  window_reconstruct<M + 4, CX, S>(&t, &kc, 0, R - 2, R - 1);
   __syncthreads();
-  window_faces<M + 3, CELLS, S>(&t, &kc, 0, R - 1, R - 1, every_face);
+  window_faces<M + 3, CX, S>(&t, &kc, 0, R - 1, R - 1, every_face);
   __syncthreads();
-  WINDOW_FOR(n, CELLS * CELLS) {
-    int c = (R - 1 + n % CELLS) + (R - 1 + n / CELLS) * S;
+  WINDOW_FOR(n, CX * CY) {
+    int c = (R - 1 + n % CX) + (R - 1 + n / CX) * S;
     t.a.src_y[c] = t.a.src_y[c] - t.corr[c + S];
     swe_drain_cell(&t.a, &kc, c, dt);
   }
   __syncthreads();
   swe_maps maps = buq_maps(&v, st.clock->t_after, st.clock->dt);
   int any_bad = 0;
-  WINDOW_FOR(n, M * M) {
-    int i = n % M, j = n / M, cf = plain_at<M, R>(i, j);
-    if (!t.a.active[cf])
+  WINDOW_FOR(e, W * M) {
+    int i = e % W, j = e / W, q = i / M, cf = plain_at<M, R, PX>(i, j);
+    if (!u.in_step(q) || !t.a.active[cf])
       continue;
-    swe_idx c = buq_local(&v, i, j);
-    swe_arrays out = buq_leaf_arrays(&v, k); /* (by value: a pointer to one of two would put */
-    if (plain_band<M>(i, j))                 /* both on the stack) */
+    int k = u.at(q);
+    swe_idx c = buq_local(&v, i - q * M, j);
+    swe_arrays out = buq_leaf_arrays(&v, k); /* (by value: a pointer to one of two would */
+    if (plain_band<M, PX>(i, j))             /* put both on the stack) */
       out.w = out.w0, out.hu = out.hu0, out.hv = out.hv0;
     any_bad |= swe_update_cell(&out, &t.a, &kc, c, cf, dt, stage);
-    swe_record_cell(&maps, (swe_idx)k * M * M + n, out.w[c], out.bed[c], out.hu[c], out.hv[c]);
+    swe_record_cell(&maps, (swe_idx)k * M * M + (i - q * M) + j * M, out.w[c], out.bed[c],
+                    out.hu[c], out.hv[c]);
   }
   if (__syncthreads_or(any_bad) && threadIdx.x == 0)
     *bad = 1;
@@ -680,16 +737,70 @@ static __global__ void __launch_bounds__(M *M)
     *bad = 1;
 }
 
-/* The plain leaves' new state of their band from (w0, hu0, hv0) into (w, hu, hv). */
-template <int M>
+/* The plain units' new state of their band from (w0, hu0, hv0) into (w, hu, hv). */
+template <int M, int PX>
 static __global__ void k_commit(swe_buq_view v, step_t st, const int *list, int n) {
-  int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), i = (t % (M * M)) % M,
-      j = (t % (M * M)) / M;
-  if (t >= n * M * M || !plain_band<M>(i, j) || skip(st, list[t / (M * M)]))
+  enum { CELLS = PX * M * M };
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  int e = (int)(t % CELLS), i = e % (PX * M), j = e / (PX * M), q = i / M;
+  if (t >= (long)n * CELLS || !plain_band<M, PX>(i, j))
     return;
-  swe_idx c = buq_cell(&v, list[t / (M * M)], i, j);
+  int k = list[t / CELLS];
+  for (int p = 0; p < q; p++)
+    k = v.blocks[k].side[TS_BUQ_EAST][0];
+  if (skip(st, k))
+    return;
+  swe_idx c = buq_cell(&v, k, i - q * M, j);
   if (v.active[c])
     v.w[c] = v.w0[c], v.hu[c] = v.hu0[c], v.hv[c] = v.hv0[c];
+}
+
+/* The shared memory the plain units' kernels of M^2 leaves, PX to a unit, take. */
+template <int M, int PX> static void plain_setup_unit(void) {
+  check(cudaFuncSetAttribute(k_plain_fluxes<M, PX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)plain_tile<M, 2, PX>::bytes()),
+        "shared memory of the plain leaves' sweeps");
+  check(cudaFuncSetAttribute(k_plain_stage<M, PX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)plain_tile<M, PLAIN_REACH, PX>::bytes()),
+        "shared memory of the plain leaves' stage");
+}
+
+template <int M> static void plain_setup(void) {
+  plain_setup_unit<M, plain_run(M)>();
+  if (plain_run(M) > 1)
+    plain_setup_unit<M, 1>();
+}
+
+/* The plain units' first-stage sweeps, second stage and commit: the runs, then the single
+ * leaves. */
+template <int M> static void plain_fluxes(const gpu_state *g, step_t st, swe_bits *amax) {
+  enum { PX = plain_run(M) };
+  if (g->nruns > 0)
+    k_plain_fluxes<M, PX><<<g->nruns, PX * M * M, plain_tile<M, 2, PX>::bytes(), g->stream>>>(
+        g->d, st, g->unit_list, amax);
+  if (g->nsingle > 0)
+    k_plain_fluxes<M, 1><<<g->nsingle, M * M, plain_tile<M, 2, 1>::bytes(), g->stream>>>(
+        g->d, st, g->unit_list + g->nruns, amax);
+}
+
+template <int M> static void plain_stage(const gpu_state *g, step_t st, int stage) {
+  enum { PX = plain_run(M), R = PLAIN_REACH };
+  if (g->nruns > 0)
+    k_plain_stage<M, PX><<<g->nruns, PX * M * M, plain_tile<M, R, PX>::bytes(), g->stream>>>(
+        g->d, st, g->unit_list, stage, g->bad);
+  if (g->nsingle > 0)
+    k_plain_stage<M, 1><<<g->nsingle, M * M, plain_tile<M, R, 1>::bytes(), g->stream>>>(
+        g->d, st, g->unit_list + g->nruns, stage, g->bad);
+}
+
+template <int M> static void plain_commit(const gpu_state *g, step_t st) {
+  enum { PX = plain_run(M) };
+  if (g->nruns > 0)
+    k_commit<M, PX><<<grid_of((long)g->nruns * PX * M * M), THREADS, 0, g->stream>>>(
+        g->d, st, g->unit_list, g->nruns);
+  if (g->nsingle > 0)
+    k_commit<M, 1><<<grid_of((long)g->nsingle * M * M), THREADS, 0, g->stream>>>(
+        g->d, st, g->unit_list + g->nruns, g->nsingle);
 }
 
 /* ------------------------------------------------------------------ passes */
@@ -724,6 +835,7 @@ static void gpu_release(void *x) {
   for (int l = 0; l < 3; l++)
     cudaFree(lists[l]->list), cudaFree(lists[l]->ghost_list);
   cudaFree(g->plain_list);
+  cudaFree(g->unit_list);
   cudaFree(g->in_plain);
   cudaFree(g->dropped);
   cudaFree(g->wet);
@@ -750,6 +862,7 @@ static void gpu_release(void *x) {
   free(g->host_list);
   free(g->plain);
   free(g->mark);
+  free(g->unit_host);
   free(g->host_blocks);
   free(g);
 }
@@ -865,9 +978,11 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
       !(g->by_level = (int *)malloc(sizeof(int) * nb)) ||
       !(g->host_list = (int *)malloc(sizeof(int) * nb)) ||
       !(g->plain = (unsigned char *)malloc(nb)) || !(g->mark = (unsigned char *)malloc(nb)) ||
+      !(g->unit_host = (int *)malloc(sizeof(int) * nb)) ||
       !(g->host_blocks = (ts_buq_block *)malloc(sizeof(ts_buq_block) * nb))) {
     if (g)
-      free(g->level_of), free(g->by_level), free(g->host_list), free(g->plain), free(g->mark);
+      free(g->level_of), free(g->by_level), free(g->host_list), free(g->plain), free(g->mark),
+          free(g->unit_host);
     free(g);
     return ts_error(TS_ERR_NOMEM, "out of memory");
   }
@@ -911,6 +1026,7 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
     failed |= cudaMalloc((void **)&lists[l]->ghost_list, sizeof(int) * nblocks) != cudaSuccess;
   }
   failed |= cudaMalloc((void **)&g->plain_list, sizeof(int) * nblocks) != cudaSuccess;
+  failed |= cudaMalloc((void **)&g->unit_list, sizeof(int) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->in_plain, nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->dropped, sizeof(int) * nblocks) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->wet, nblocks) != cudaSuccess;
@@ -938,12 +1054,7 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   check(cudaMemset(g->published, 0, sizeof(swe_bits) * 4 * levels), "published wave speeds");
   ts_gpu_enable_peers(device); /* runs over several parts read the others' wave speeds */
   check(cudaMemcpy(g->plain_on, g->plain, nb, cudaMemcpyHostToDevice), "plain leaves");
-  check(cudaFuncSetAttribute(k_plain_fluxes<16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)plain_tile<16, 2>::bytes()),
-        "shared memory of the plain leaves' sweeps");
-  check(cudaFuncSetAttribute(k_plain_stage<16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)plain_tile<16, 3>::bytes()),
-        "shared memory of the plain leaves' stage");
+  plain_setup<16>(), plain_setup<8>();
   *out = g;
   return TS_OK;
 }
@@ -1001,6 +1112,34 @@ static void send_lists(gpu_state *g, leaf_lists *to, const int *list, const int 
   }
 }
 
+/* The plain leaves of the step (`plain`, n of them, marked 1 in g->mark) in units for their
+ * kernels: runs of plain_run(M) leaves side by side along x, each given by its first (west)
+ * leaf, then the leaves in no run. Leaves a run takes are marked 2. */
+static void send_units(gpu_state *g, const int *plain, int n) {
+  int run = plain_run(g->d.M), nruns = 0, m = 0;
+  int *u = g->unit_host;
+  for (int p = 0; p < n; p++) {
+    int k = plain[p], len = 1, e = k;
+    while (len < run && g->mark[e] == 1) {
+      int east = g->host_blocks[e].side[TS_BUQ_EAST][0];
+      if (east < 0 || g->mark[east] != 1)
+        break;
+      e = east, len++;
+    }
+    if (g->mark[k] != 1 || len < run)
+      continue;
+    u[nruns++] = k;
+    for (int q = 0, e2 = k; q < run; q++, e2 = g->host_blocks[e2].side[TS_BUQ_EAST][0])
+      g->mark[e2] = 2;
+  }
+  m = nruns;
+  for (int p = 0; p < n; p++)
+    if (g->mark[plain[p]] == 1)
+      u[m++] = plain[p];
+  g->nruns = nruns, g->nsingle = m - nruns;
+  check(cudaMemcpy(g->unit_list, u, sizeof(int) * m, cudaMemcpyHostToDevice), "plain units");
+}
+
 /* The step's lists: the engine's (all); with plain leaves among the updated ones, those leaves
  * (plain_list), the first stage's ghosts and sweeps without them (first), and the limiters and
  * updates of both stages and the second stage's ghosts and sweeps (second): the other updated
@@ -1024,6 +1163,7 @@ static void gpu_set_list(void *x, const int *list, const int counts[4], const in
       g->mark[h[p]] = 1;
     check(cudaMemcpy(g->in_plain, g->mark, (size_t)g->nblocks, cudaMemcpyHostToDevice),
           "plain leaves");
+    send_units(g, h, nplain);
     int first_counts[4], second_counts[4], m = 0;
     for (int p = 0; p < n; p++)
       if (p >= c0 || !g->plain[list[p]])
@@ -1099,11 +1239,9 @@ static void gpu_fluxes(void *x, int speeds) {
     k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS, 0, s>>>(g->d, st, L->list, n,
                                                                                amax);
   if (g->nplain > 0 && g->stage == 0 && M == 16)
-    k_plain_fluxes<16>
-        <<<g->nplain, 16 * 16, plain_tile<16, 2>::bytes(), s>>>(g->d, st, g->plain_list, amax);
+    plain_fluxes<16>(g, st, amax);
   else if (g->nplain > 0 && g->stage == 0)
-    k_plain_fluxes<8>
-        <<<g->nplain, 8 * 8, plain_tile<8, 2>::bytes(), s>>>(g->d, st, g->plain_list, amax);
+    plain_fluxes<8>(g, st, amax);
 }
 
 static void gpu_speeds(void *x, double amax[][2]) {
@@ -1146,18 +1284,18 @@ static void gpu_update(void *x, double dt, int stage, double t_after) {
   else if (np > 0 && stage == 0)
     k_plain_update<8><<<np, 8 * 8, 0, s>>>(g->d, st, pl, g->in_plain, stage, g->bad);
   else if (whole && M == 16)
-    k_plain_stage<16><<<np, 16 * 16, plain_tile<16, 3>::bytes(), s>>>(g->d, st, pl, stage, g->bad);
+    plain_stage<16>(g, st, stage);
   else if (whole)
-    k_plain_stage<8><<<np, 8 * 8, plain_tile<8, 3>::bytes(), s>>>(g->d, st, pl, stage, g->bad);
+    plain_stage<8>(g, st, stage);
   /* the other leaves' maps with their last stage when they are the leaves the maps want */
   g->maps_done = stage + 1 == g->d.rk_order && (np == 0 || whole);
   if (n > 0)
     k_update<<<grid_of((long)n * M * M), THREADS, 0, s>>>(g->d, st, L->list, n, stage, g->maps_done,
                                                           g->bad);
   if (whole && M == 16)
-    k_commit<16><<<grid_of((long)np * M * M), THREADS, 0, s>>>(g->d, st, pl, np);
+    plain_commit<16>(g, st);
   else if (whole)
-    k_commit<8><<<grid_of((long)np * M * M), THREADS, 0, s>>>(g->d, st, pl, np);
+    plain_commit<8>(g, st);
   g->plain_recorded = whole;
   g->stage = stage + 1 < g->d.rk_order ? stage + 1 : 0;
 }
