@@ -1150,7 +1150,7 @@ static ts_status build_exchange(engine *e, int on_device) {
   /* between the GPUs of one process, whole windows: one run of memory for their copy engines
    * (the frames the copies get are filled anew by the ghost pass before any pass reads them) */
   int whole = on_device && ts_comm_size(e->comm) == 1, lo = whole ? 0 : G,
-      hi = whole ? (int)e->W : G + M;
+      hi_x = whole ? e->W : G + M, hi_y = whole ? M + 2 * G + 1 : G + M;
   for (int i = 0; i < np; i++)
     nlinks += e->parts[i].nblocks - e->parts[i].owned;
   ts_halo_link *links = malloc(sizeof *links * (size_t)(nlinks > 0 ? nlinks : 1));
@@ -1170,7 +1170,7 @@ static ts_status build_exchange(engine *e, int on_device) {
         run++;
       links[nlinks++] = (ts_halo_link){.src = (int)(from - e->parts),
                                        .dst = d,
-                                       .box = {{lo, lo, l}, {hi, hi, l + run}},
+                                       .box = {{lo, lo, l}, {hi_x, hi_y, l + run}},
                                        .shift = {0, 0, l - slot}};
       l += run;
     }
@@ -1436,8 +1436,8 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
                   e->q.nblocks);
   if (st == TS_OK) {
     e->M = e->q.block;
-    e->W = e->M + 2 * G + 1;
-    e->P = (int64_t)e->W * e->W;
+    e->W = swe_buq_pitch(e->M);
+    e->P = (int64_t)e->W * (e->M + 2 * G + 1);
     e->parts = calloc((size_t)e->nparts, sizeof *e->parts);
     e->first = malloc(sizeof(int) * (size_t)(e->nparts + 1));
     e->part_rank = malloc(sizeof(int) * (size_t)e->nparts);

@@ -695,9 +695,7 @@ template <int M>
 static __global__ void __launch_bounds__(M *M)
     k_plain_update(swe_buq_view v, step_t st, const int *list, const unsigned char *in_plain,
                    int stage, int *bad) {
-  enum {
-    P_MAX = (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1) * (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1)
-  };
+  enum { W_MAX = (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1 + 7) / 8 * 8, P_MAX = W_MAX * W_MAX };
   __shared__ ts_real drain[P_MAX], cap[P_MAX];
   int k = list[blockIdx.x];
   if (skip(st, k))
@@ -820,7 +818,8 @@ static void gpu_release(void *x) {
   cudaSetDevice(g->device);
   ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&g->d);
   for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
-    cudaFree(*arrays[k]);
+    if (*arrays[k])
+      cudaFree(*arrays[k] - SWE_BUQ_LEAD);
   double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&g->d);
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     cudaFree(*maps[k]);
@@ -1002,8 +1001,12 @@ static ts_status gpu_attach(void **out, const void *view, int nblocks, int level
   ts_real **arrays[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&g->d);
   double **maps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&g->d);
   int failed = 0;
-  for (int k = 0; k < SWE_BUQ_NARRAYS; k++)
-    failed |= cudaMalloc((void **)arrays[k], cells * sizeof(ts_real)) != cudaSuccess;
+  for (int k = 0; k < SWE_BUQ_NARRAYS; k++) { /* each leaf's cell (0, 0) starts a sector */
+    ts_real *base = NULL;
+    int ok = cudaMalloc((void **)&base, (cells + SWE_BUQ_LEAD) * sizeof(ts_real)) == cudaSuccess;
+    *arrays[k] = ok ? base + SWE_BUQ_LEAD : NULL;
+    failed |= !ok;
+  }
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
     failed |= cudaMalloc((void **)maps[k], leaf_cells * sizeof(double)) != cudaSuccess;
   failed |= cudaMalloc((void **)&g->d.active, cells) != cudaSuccess;

@@ -31,9 +31,10 @@ typedef struct swe_buq_view {
   const ts_buq_block *blocks; /* neighbours as indices of this view's leaves (-1: none here) */
   int owned;     /* leaves 0 .. owned - 1 are this part's; the rest copies of other parts' leaves,
                     whose cells are exchanged before each stage (their velocities then recomputed) */
-  int M, W;      /* cells along a leaf, points along its window (M + 2 SWE_GHOST + 1) */
-  int P, origin; /* elements of a window, element of its cell (0, 0): int, so that the layout is
-                    the same on the CPU (64-bit swe_idx) and the GPU (32-bit) */
+  int M, W;      /* cells along a leaf, points along its window (swe_buq_pitch) */
+  int P, origin; /* elements of a window (W x (M + 2 SWE_GHOST + 1)), element of its cell
+                    (0, 0): int, so that the layout is the same on the CPU (64-bit swe_idx) and
+                    the GPU (32-bit) */
   double dx0;    /* the finest cell size (m) */
   double gravity, theta, dry_depth, friction_value, arrival_depth;
   int friction_kind, rk_order;
@@ -55,6 +56,15 @@ typedef struct swe_buq_view {
   }
 #define SWE_BUQ_NMAPS 6
 #define SWE_BUQ_MAX_BLOCK 16
+
+/* Points along a leaf's window: its M cells, SWE_GHOST ghosts on each side and one more corner,
+ * padded to whole 32-byte sectors of floats (8), so that with a window's first element at
+ * SWE_BUQ_LEAD elements past a sector every row of the leaf's cells starts a sector. */
+#define SWE_BUQ_SECTOR 8
+TS_HD static inline int swe_buq_pitch(int M) {
+  return (M + 2 * SWE_GHOST + 1 + SWE_BUQ_SECTOR - 1) / SWE_BUQ_SECTOR * SWE_BUQ_SECTOR;
+}
+#define SWE_BUQ_LEAD ((SWE_BUQ_SECTOR - SWE_GHOST % SWE_BUQ_SECTOR) % SWE_BUQ_SECTOR)
 
 TS_HD static inline swe_idx buq_cell(const swe_buq_view *e, int k, int i, int j) {
   return (swe_idx)k * e->P + e->origin + i + (swe_idx)j * e->W;
