@@ -388,17 +388,73 @@ static void cpu_limit(void *x, double dt) {
         buq_drain_ghost(&e->v, e->list[n], side, at);
 }
 
-/* The update of the part's own leaves. */
+/* The update of the active cells of row j of leaf k, a leaf with no finer neighbour (so that
+ * every cell is swe_update_cell's): a row of active cells is one loop the compiler vectorises,
+ * as the uniform grid's rows (swe_kernels.c update_row), with the stage, the order and friction
+ * per cell as constants (literals at each call). */
+__attribute__((always_inline)) static inline int update_leaf_row(const swe_buq_view *v, int k,
+                                                                 int j, ts_real dt, const int stage,
+                                                                 const int order,
+                                                                 const int cell_friction) {
+  swe_arrays a = buq_leaf_arrays(v, k);
+  swe_consts kc = buq_consts(v, v->blocks[k].level);
+  kc.rk_order = order;
+  /* what the compiler may take as known (else masked loads and stores of them) */
+  if (!a.u || (cell_friction && !a.friction))
+    __builtin_unreachable();
+  if (!cell_friction)
+    a.friction = NULL;
+  int M = v->M, all = 1, bad = 0;
+  swe_idx c0 = buq_local(v, 0, j);
+  for (int i = 0; i < M; i++)
+    all &= a.active[c0 + i];
+  if (all) {
+#pragma omp simd reduction(| : bad)
+    for (int i = 0; i < M; i++)
+      bad |= swe_update_cell(&a, &a, &kc, c0 + i, c0 + i, dt, stage);
+    return bad;
+  }
+  for (int i = 0; i < M; i++)
+    if (a.active[c0 + i])
+      bad |= swe_update_cell(&a, &a, &kc, c0 + i, c0 + i, dt, stage);
+  return bad;
+}
+
+/* The update of leaf k with no finer neighbour, a row at a time. */
+static int update_leaf_rows(const swe_buq_view *v, int k, ts_real dt, int stage) {
+  int bad = 0, order = v->rk_order;
+  for (int j = 0; j < v->M; j++)
+    if (v->friction)
+      bad |= order == 1   ? update_leaf_row(v, k, j, dt, 0, 1, 1)
+             : stage == 0 ? update_leaf_row(v, k, j, dt, 0, 2, 1)
+                          : update_leaf_row(v, k, j, dt, 1, 2, 1);
+    else
+      bad |= order == 1   ? update_leaf_row(v, k, j, dt, 0, 1, 0)
+             : stage == 0 ? update_leaf_row(v, k, j, dt, 0, 2, 0)
+                          : update_leaf_row(v, k, j, dt, 1, 2, 0);
+  return bad;
+}
+
+/* The update of the part's own leaves: those with finer neighbours a cell at a time
+ * (buq_update_cell: the faces to the finer leaves), the others a row at a time. */
 static void cpu_update(void *x, double dt, int stage, double t_after) {
   (void)t_after;
   part *e = x;
   int M = e->M, bad = 0, n_update = e->counts[0];
 #pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(e->threads)
-  for (int n = 0; n < n_update; n++)
+  for (int n = 0; n < n_update; n++) {
+    int k = e->list[n], finer = 0;
+    for (int s = 0; s < 4; s++)
+      finer |= e->v.blocks[k].side_relation[s] == TS_BUQ_FINER;
+    if (!finer) {
+      bad |= update_leaf_rows(&e->v, k, (ts_real)dt, stage);
+      continue;
+    }
     for (int j = 0; j < M; j++)
       for (int i = 0; i < M; i++)
-        if (e->v.active[cell_at(e, e->list[n], i, j)])
-          bad |= buq_update_cell(&e->v, e->list[n], i, j, (ts_real)dt, stage);
+        if (e->v.active[cell_at(e, k, i, j)])
+          bad |= buq_update_cell(&e->v, k, i, j, (ts_real)dt, stage);
+  }
   e->bad |= bad;
 }
 
