@@ -388,50 +388,14 @@ static void cpu_limit(void *x, double dt) {
         buq_drain_ghost(&e->v, e->list[n], side, at);
 }
 
-/* The update of the active cells of row j of leaf k, a leaf with no finer neighbour (so that
- * every cell is swe_update_cell's): a row of active cells is one loop the compiler vectorises,
- * as the uniform grid's rows (swe_kernels.c update_row), with the stage, the order and friction
- * per cell as constants (literals at each call). */
-__attribute__((always_inline)) static inline int update_leaf_row(const swe_buq_view *v, int k,
-                                                                 int j, ts_real dt, const int stage,
-                                                                 const int order,
-                                                                 const int cell_friction) {
+/* The update of leaf k, none of whose neighbours is finer (so that every cell is
+ * swe_update_cell's), a row at a time (swe_update_row: the loop the compiler vectorises). */
+static int update_leaf_rows(const swe_buq_view *v, int k, ts_real dt, int stage) {
   swe_arrays a = buq_leaf_arrays(v, k);
   swe_consts kc = buq_consts(v, v->blocks[k].level);
-  kc.rk_order = order;
-  /* what the compiler may take as known (else masked loads and stores of them) */
-  if (!a.u || (cell_friction && !a.friction))
-    __builtin_unreachable();
-  if (!cell_friction)
-    a.friction = NULL;
-  int M = v->M, all = 1, bad = 0;
-  swe_idx c0 = buq_local(v, 0, j);
-  for (int i = 0; i < M; i++)
-    all &= a.active[c0 + i];
-  if (all) {
-#pragma omp simd reduction(| : bad)
-    for (int i = 0; i < M; i++)
-      bad |= swe_update_cell(&a, &a, &kc, c0 + i, c0 + i, dt, stage);
-    return bad;
-  }
-  for (int i = 0; i < M; i++)
-    if (a.active[c0 + i])
-      bad |= swe_update_cell(&a, &a, &kc, c0 + i, c0 + i, dt, stage);
-  return bad;
-}
-
-/* The update of leaf k with no finer neighbour, a row at a time. */
-static int update_leaf_rows(const swe_buq_view *v, int k, ts_real dt, int stage) {
-  int bad = 0, order = v->rk_order;
+  int bad = 0;
   for (int j = 0; j < v->M; j++)
-    if (v->friction)
-      bad |= order == 1   ? update_leaf_row(v, k, j, dt, 0, 1, 1)
-             : stage == 0 ? update_leaf_row(v, k, j, dt, 0, 2, 1)
-                          : update_leaf_row(v, k, j, dt, 1, 2, 1);
-    else
-      bad |= order == 1   ? update_leaf_row(v, k, j, dt, 0, 1, 0)
-             : stage == 0 ? update_leaf_row(v, k, j, dt, 0, 2, 0)
-                          : update_leaf_row(v, k, j, dt, 1, 2, 0);
+    bad |= swe_update_row(a, kc, buq_local(v, 0, j), v->M, dt, stage);
   return bad;
 }
 

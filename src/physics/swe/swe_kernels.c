@@ -415,38 +415,7 @@ static void kernels_drain(swe_part *s, swe_region r, double dt) {
   }
 }
 
-/* The update of the active cells c0 .. c0 + n - 1 of a row. A row of active cells is one loop
- * the compiler vectorises, with the stage and the order as constants (stage, order: literals
- * at each call), so that no select is left on a flag. */
-__attribute__((always_inline)) static inline int update_row(swe_arrays a, swe_consts k, swe_idx c0,
-                                                            int n, ts_real dt, const int stage,
-                                                            const int order,
-                                                            const int cell_friction) {
-  const unsigned char *active = a.active;
-  int all = 1, bad = 0;
-  k.rk_order = order;
-  /* what the compiler may take as known: the velocities are kept, and friction per cell or
-   * uniform (otherwise it makes masked loads and stores of them, slow on some CPUs) */
-  if (!a.u || (cell_friction && !a.friction))
-    __builtin_unreachable();
-  if (!cell_friction)
-    a.friction = NULL;
-  a.start_kept = 0; /* (as swe_part_arrays gives it) */
-  for (int i = 0; i < n; i++)
-    all &= active[c0 + i];
-  if (all) {
-#pragma omp simd reduction(| : bad)
-    for (int i = 0; i < n; i++)
-      bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
-    return bad;
-  }
-  for (int i = 0; i < n; i++)
-    if (active[c0 + i])
-      bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
-  return bad;
-}
-
-/* Euler stage on the active cells of r in active tiles (swe_update_cell). Returns nonzero if a
+/* Euler stage on the active cells of r in active tiles (swe_update_row). Returns nonzero if a
  * non-finite value appeared. */
 static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
   swe_arrays a = swe_part_arrays(s);
@@ -457,19 +426,8 @@ static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
     int i0, i1, j0, j1;
     if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++) {
-      swe_idx c0 = swe_index(s, i0, j);
-      ts_real d = (ts_real)dt;
-      int n = i1 - i0;
-      if (a.friction)
-        bad |= k.rk_order == 1 ? update_row(a, k, c0, n, d, 0, 1, 1)
-               : stage == 0    ? update_row(a, k, c0, n, d, 0, 2, 1)
-                               : update_row(a, k, c0, n, d, 1, 2, 1);
-      else
-        bad |= k.rk_order == 1 ? update_row(a, k, c0, n, d, 0, 1, 0)
-               : stage == 0    ? update_row(a, k, c0, n, d, 0, 2, 0)
-                               : update_row(a, k, c0, n, d, 1, 2, 0);
-    }
+    for (int j = j0; j < j1; j++)
+      bad |= swe_update_row(a, k, swe_index(s, i0, j), i1 - i0, (ts_real)dt, stage);
   }
   return bad;
 }

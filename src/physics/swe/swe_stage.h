@@ -344,6 +344,53 @@ TS_HD_INLINE static inline int swe_update_cell(const swe_arrays *a, const swe_ar
   return swe_update_cell_limited(a, f, k, c, cf, dt, stage, (const ts_real *)0);
 }
 
+#ifndef __CUDACC__
+/* The update of the active cells c0 .. c0 + n - 1 of a row on the CPU (the uniform grid's rows,
+ * a quadtree leaf's). A row of active cells is one loop the compiler vectorises, with the
+ * stage, the order and friction per cell as constants (swe_update_row gives them as literals),
+ * so that no select is left on a flag. */
+__attribute__((always_inline)) static inline int swe_update_row_as(swe_arrays a, swe_consts k,
+                                                                   swe_idx c0, int n, ts_real dt,
+                                                                   const int stage, const int order,
+                                                                   const int cell_friction) {
+  const unsigned char *active = a.active;
+  int all = 1, bad = 0;
+  k.rk_order = order;
+  /* what the compiler may take as known: the velocities are kept, and friction per cell or
+   * uniform (otherwise it makes masked loads and stores of them, slow on some CPUs) */
+  if (!a.u || (cell_friction && !a.friction))
+    __builtin_unreachable();
+  if (!cell_friction)
+    a.friction = NULL;
+  a.start_kept = 0;
+  for (int i = 0; i < n; i++)
+    all &= active[c0 + i];
+  if (all) {
+#pragma omp simd reduction(| : bad)
+    for (int i = 0; i < n; i++)
+      bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
+    return bad;
+  }
+  for (int i = 0; i < n; i++)
+    if (active[c0 + i])
+      bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
+  return bad;
+}
+
+/* swe_update_row_as with the stage, order and friction of the arrays as literals. Returns
+ * nonzero if a non-finite value appeared. */
+static inline int swe_update_row(swe_arrays a, swe_consts k, swe_idx c0, int n, ts_real dt,
+                                 int stage) {
+  if (a.friction)
+    return k.rk_order == 1 ? swe_update_row_as(a, k, c0, n, dt, 0, 1, 1)
+           : stage == 0    ? swe_update_row_as(a, k, c0, n, dt, 0, 2, 1)
+                           : swe_update_row_as(a, k, c0, n, dt, 1, 2, 1);
+  return k.rk_order == 1 ? swe_update_row_as(a, k, c0, n, dt, 0, 1, 0)
+         : stage == 0    ? swe_update_row_as(a, k, c0, n, dt, 0, 2, 0)
+                         : swe_update_row_as(a, k, c0, n, dt, 1, 2, 0);
+}
+#endif
+
 /* ---- what the budget and the flood maps record, and the sources */
 
 /* The face between cells c - step and c along an axis (x: step 1, corner_step the row; y: the
