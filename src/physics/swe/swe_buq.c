@@ -341,6 +341,129 @@ static void cpu_ghosts(void *x) {
 
 /* Fluxes of the leaves up to the flux ring; with `speeds`, the largest wave speeds per level
  * (x, y) kept for cpu_speeds. */
+/* The sides of a row of cells reconstructed along one axis, field by field (vector loops). */
+typedef struct side_row {
+  ts_real w[SWE_BUQ_MAX_BLOCK + 2], b[SWE_BUQ_MAX_BLOCK + 2], h[SWE_BUQ_MAX_BLOCK + 2],
+      u[SWE_BUQ_MAX_BLOCK + 2], v[SWE_BUQ_MAX_BLOCK + 2];
+} side_row;
+
+static inline void side_put(side_row *r, int n, swe_side s) {
+  r->w[n] = s.w, r->b[n] = s.b, r->h[n] = s.h, r->u[n] = s.u, r->v[n] = s.v;
+}
+
+static inline swe_side side_get(const side_row *r, int n) {
+  swe_side s = {r->w[n], r->b[n], r->h[n], r->u[n], r->v[n]};
+  return s;
+}
+
+/* Cell c of a leaf (arrays a) reconstructed along an axis (buq_line_cell's work): its activity,
+ * and its sides into lo, hi at n (zero where inactive). */
+static inline int reconstruct_into(const swe_arrays *a, const swe_consts *kc, swe_idx c,
+                                   swe_idx step, swe_idx cstep, const int x_axis, side_row *lo,
+                                   side_row *hi, int n) {
+  swe_side l = {0, 0, 0, 0, 0}, h = l;
+  int act = a->active[c];
+  if (act)
+    swe_reconstruct_cell(a, kc, c, step, x_axis, swe_face_bed(a, c - step, step, cstep),
+                         swe_face_bed(a, c, step, cstep), &l, &h);
+  side_put(lo, n, l), side_put(hi, n, h);
+  return act;
+}
+
+/* Face c between a low and a high cell from their sides (buq_line_face's work where both
+ * are of one level): its fluxes stored, the cells' pressure corrections; returns its speed. */
+static inline ts_real face_into(const swe_consts *kc, int act_lo, int act_hi, swe_side hi_of_lo,
+                                swe_side lo_of_hi, ts_real *const flux[3], swe_idx c,
+                                ts_real *corr_lo, ts_real *corr_hi) {
+  ts_real f[3],
+      speed = swe_face_between(kc, act_lo, act_hi, hi_of_lo, lo_of_hi, f, corr_lo, corr_hi);
+  flux[0][c] = f[0], flux[1][c] = f[1], flux[2][c] = f[2];
+  return speed;
+}
+
+/* A cell's bed source less the pressure corrections of its faces (buq_line_source's value):
+ * low_face_corr is its low face's correction of it, high_face_corr its high face's. */
+static inline ts_real cell_source(int act, ts_real low_face_corr, swe_side lo, swe_side hi,
+                                  ts_real high_face_corr, ts_real g) {
+  ts_real low = act ? low_face_corr + swe_bed_source(lo, hi, g) : SWE_R(0);
+  return low - high_face_corr;
+}
+
+/* buq_sweep of every row (x) of leaf k, whose sides touch no other level: the faces of each row
+ * (cells -1 .. M) in loops the compiler vectorises along the row, the same functions on the
+ * same values. Returns the largest wave speed. */
+static ts_real sweep_rows(const swe_buq_view *v, int k) {
+  swe_arrays a = buq_leaf_arrays(v, k);
+  swe_consts kc = buq_consts(v, v->blocks[k].level);
+  int M = v->M;
+  ts_real g = (ts_real)v->gravity, amax = 0;
+  for (int j = 0; j < M; j++) {
+    swe_idx c0 = buq_local(v, -1, j); /* cell n - 1 at c0 + n */
+    side_row lo, hi;
+    int act[SWE_BUQ_MAX_BLOCK + 2];
+    ts_real corr_lo[SWE_BUQ_MAX_BLOCK + 1], corr_hi[SWE_BUQ_MAX_BLOCK + 1];
+#pragma omp simd
+    for (int n = 0; n < M + 2; n++)
+      act[n] = reconstruct_into(&a, &kc, c0 + n, 1, v->W, 1, &lo, &hi, n);
+#pragma omp simd reduction(max : amax)
+    for (int f = 0; f <= M; f++) { /* face f: between cells f - 1 and f */
+      ts_real speed = face_into(&kc, act[f], act[f + 1], side_get(&hi, f), side_get(&lo, f + 1),
+                                a.fx, c0 + 1 + f, &corr_lo[f], &corr_hi[f]);
+      amax = amax > speed ? amax : speed;
+    }
+#pragma omp simd
+    for (int n = 0; n < M; n++)
+      a.src_x[c0 + 1 + n] = cell_source(act[n + 1], corr_hi[n], side_get(&lo, n + 1),
+                                        side_get(&hi, n + 1), corr_lo[n + 1], g);
+  }
+  return amax;
+}
+
+/* buq_sweep of every column (y) of leaf k, whose sides touch no other level, a row of cells at
+ * a time: loops the compiler vectorises across the columns. Returns the largest wave speed. */
+static ts_real sweep_columns(const swe_buq_view *v, int k) {
+  swe_arrays a = buq_leaf_arrays(v, k);
+  swe_consts kc = buq_consts(v, v->blocks[k].level);
+  int M = v->M;
+  ts_real g = (ts_real)v->gravity, amax = 0;
+  side_row lo[SWE_BUQ_MAX_BLOCK + 2], hi[SWE_BUQ_MAX_BLOCK + 2]; /* [n + 1]: cells of row n */
+  int act[SWE_BUQ_MAX_BLOCK + 2][SWE_BUQ_MAX_BLOCK];
+  ts_real corr_lo[SWE_BUQ_MAX_BLOCK + 1][SWE_BUQ_MAX_BLOCK];
+  ts_real corr_hi[SWE_BUQ_MAX_BLOCK + 1][SWE_BUQ_MAX_BLOCK];
+  for (int n = -1; n <= M; n++) {
+    swe_idx r0 = buq_local(v, 0, n);
+#pragma omp simd
+    for (int i = 0; i < M; i++)
+      act[n + 1][i] = reconstruct_into(&a, &kc, r0 + i, v->W, 1, 0, &lo[n + 1], &hi[n + 1], i);
+  }
+  for (int f = 0; f <= M; f++) { /* faces f: between rows f - 1 and f */
+    swe_idx r0 = buq_local(v, 0, f);
+#pragma omp simd reduction(max : amax)
+    for (int i = 0; i < M; i++) {
+      ts_real speed =
+          face_into(&kc, act[f][i], act[f + 1][i], side_get(&hi[f], i), side_get(&lo[f + 1], i),
+                    a.fy, r0 + i, &corr_lo[f][i], &corr_hi[f][i]);
+      amax = amax > speed ? amax : speed;
+    }
+  }
+  for (int n = 0; n < M; n++) {
+    swe_idx r0 = buq_local(v, 0, n);
+#pragma omp simd
+    for (int i = 0; i < M; i++)
+      a.src_y[r0 + i] = cell_source(act[n + 1][i], corr_hi[n][i], side_get(&lo[n + 1], i),
+                                    side_get(&hi[n + 1], i), corr_lo[n + 1][i], g);
+  }
+  return amax;
+}
+
+/* Whether every side of leaf b touches leaves of its own level or none. */
+static int same_level_sides(const ts_buq_block *b) {
+  int same = 1;
+  for (int s = 0; s < 4; s++)
+    same &= b->side_relation[s] != TS_BUQ_FINER && b->side_relation[s] != TS_BUQ_COARSER;
+  return same;
+}
+
 static void cpu_fluxes(void *x, int speeds) {
   part *e = x;
   int L = e->levels, n_fluxes = e->counts[2];
@@ -351,6 +474,11 @@ static void cpu_fluxes(void *x, int speeds) {
 #pragma omp for schedule(dynamic, 4)
     for (int n = 0; n < n_fluxes; n++) {
       int k = e->list[n], level = e->v.blocks[k].level;
+      if (same_level_sides(&e->v.blocks[k])) {
+        lx[level] = swe_max(lx[level], sweep_rows(&e->v, k));
+        ly[level] = swe_max(ly[level], sweep_columns(&e->v, k));
+        continue;
+      }
       for (int line = 0; line < e->M; line++) {
         lx[level] = swe_max(lx[level], buq_sweep(&e->v, k, line, 1));
         ly[level] = swe_max(ly[level], buq_sweep(&e->v, k, line, 0));
