@@ -339,8 +339,6 @@ static void cpu_ghosts(void *x) {
   }
 }
 
-/* Fluxes of the leaves up to the flux ring; with `speeds`, the largest wave speeds per level
- * (x, y) kept for cpu_speeds. */
 /* The sides of a row of cells reconstructed along one axis, field by field (vector loops). */
 typedef struct side_row {
   ts_real w[SWE_BUQ_MAX_BLOCK + 2], b[SWE_BUQ_MAX_BLOCK + 2], h[SWE_BUQ_MAX_BLOCK + 2],
@@ -456,14 +454,16 @@ static ts_real sweep_columns(const swe_buq_view *v, int k) {
   return amax;
 }
 
-/* Whether every side of leaf b touches leaves of its own level or none. */
-static int same_level_sides(const ts_buq_block *b) {
-  int same = 1;
+/* Whether a side of leaf b touches leaves of the relation `rel` (finer, coarser). */
+static int touches(const ts_buq_block *b, ts_buq_relation rel) {
+  int any = 0;
   for (int s = 0; s < 4; s++)
-    same &= b->side_relation[s] != TS_BUQ_FINER && b->side_relation[s] != TS_BUQ_COARSER;
-  return same;
+    any |= b->side_relation[s] == rel;
+  return any;
 }
 
+/* Fluxes of the leaves up to the flux ring (those whose sides touch one level only, a row at a
+ * time); with `speeds`, the largest wave speeds per level (x, y) kept for cpu_speeds. */
 static void cpu_fluxes(void *x, int speeds) {
   part *e = x;
   int L = e->levels, n_fluxes = e->counts[2];
@@ -474,7 +474,8 @@ static void cpu_fluxes(void *x, int speeds) {
 #pragma omp for schedule(dynamic, 4)
     for (int n = 0; n < n_fluxes; n++) {
       int k = e->list[n], level = e->v.blocks[k].level;
-      if (same_level_sides(&e->v.blocks[k])) {
+      const ts_buq_block *b = &e->v.blocks[k];
+      if (!touches(b, TS_BUQ_FINER) && !touches(b, TS_BUQ_COARSER)) {
         lx[level] = swe_max(lx[level], sweep_rows(&e->v, k));
         ly[level] = swe_max(ly[level], sweep_columns(&e->v, k));
         continue;
@@ -499,25 +500,16 @@ static void cpu_speeds(void *x, double amax[][2]) {
   memcpy(amax, e->amax, sizeof(double) * 2 * (size_t)e->levels);
 }
 
-/* Limiters and speed caps of the cells of the leaves up to the limiter ring, then of their first
- * ghost ring. */
-/* Whether a side of leaf b touches finer leaves (whose faces its border cells sum). */
-static int has_finer_side(const ts_buq_block *b) {
-  int finer = 0;
-  for (int s = 0; s < 4; s++)
-    finer |= b->side_relation[s] == TS_BUQ_FINER;
-  return finer;
-}
-
-/* The limiters and speed caps of the listed leaves (those with finer neighbours a cell at a time,
- * buq_drain_cell) and of their first-ring ghosts. */
+/* Limiters and speed caps of the cells of the leaves up to the limiter ring (those next to
+ * finer leaves, whose faces their border cells sum, a cell at a time), then of their first ghost
+ * ring. */
 static void cpu_limit(void *x, double dt) {
   part *e = x;
   int M = e->M, n_limit = e->counts[1];
 #pragma omp parallel for schedule(dynamic, 4) num_threads(e->threads)
   for (int n = 0; n < n_limit; n++) {
     int k = e->list[n];
-    if (has_finer_side(&e->v.blocks[k])) {
+    if (touches(&e->v.blocks[k], TS_BUQ_FINER)) {
       for (int j = 0; j < M; j++)
         for (int i = 0; i < M; i++)
           buq_drain_cell(&e->v, k, i, j, (ts_real)dt);
@@ -560,7 +552,7 @@ static void cpu_update(void *x, double dt, int stage, double t_after) {
 #pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(e->threads)
   for (int n = 0; n < n_update; n++) {
     int k = e->list[n];
-    if (!has_finer_side(&e->v.blocks[k])) {
+    if (!touches(&e->v.blocks[k], TS_BUQ_FINER)) {
       bad |= update_leaf_rows(&e->v, k, (ts_real)dt, stage);
       continue;
     }
@@ -1606,7 +1598,7 @@ static ts_status engine_create(void **out, const ts_swe_params *p, const swe_inp
                   e->q.nblocks);
   if (st == TS_OK) {
     e->M = e->q.block;
-    e->W = swe_buq_pitch(e->M);
+    e->W = SWE_BUQ_PITCH(e->M);
     e->P = (int64_t)e->W * (e->M + 2 * G + 1);
     e->parts = calloc((size_t)e->nparts, sizeof *e->parts);
     e->first = malloc(sizeof(int) * (size_t)(e->nparts + 1));

@@ -695,7 +695,7 @@ template <int M>
 static __global__ void __launch_bounds__(M *M)
     k_plain_update(swe_buq_view v, step_t st, const int *list, const unsigned char *in_plain,
                    int stage, int *bad) {
-  enum { W_MAX = (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1 + 7) / 8 * 8, P_MAX = W_MAX * W_MAX };
+  enum { P_MAX = SWE_BUQ_PITCH(SWE_BUQ_MAX_BLOCK) * (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1) };
   __shared__ ts_real drain[P_MAX], cap[P_MAX];
   int k = list[blockIdx.x];
   if (skip(st, k))

@@ -31,7 +31,7 @@ typedef struct swe_buq_view {
   const ts_buq_block *blocks; /* neighbours as indices of this view's leaves (-1: none here) */
   int owned;     /* leaves 0 .. owned - 1 are this part's; the rest copies of other parts' leaves,
                     whose cells are exchanged before each stage (their velocities then recomputed) */
-  int M, W;      /* cells along a leaf, points along its window (swe_buq_pitch) */
+  int M, W;      /* cells along a leaf, points along its window (SWE_BUQ_PITCH) */
   int P, origin; /* elements of a window (W x (M + 2 SWE_GHOST + 1)), element of its cell
                     (0, 0): int, so that the layout is the same on the CPU (64-bit swe_idx) and
                     the GPU (32-bit) */
@@ -61,9 +61,8 @@ typedef struct swe_buq_view {
  * padded to whole 32-byte sectors of floats (8), so that with a window's first element at
  * SWE_BUQ_LEAD elements past a sector every row of the leaf's cells starts a sector. */
 #define SWE_BUQ_SECTOR 8
-TS_HD static inline int swe_buq_pitch(int M) {
-  return (M + 2 * SWE_GHOST + 1 + SWE_BUQ_SECTOR - 1) / SWE_BUQ_SECTOR * SWE_BUQ_SECTOR;
-}
+#define SWE_BUQ_PITCH(M)                                                                           \
+  (((M) + 2 * SWE_GHOST + 1 + SWE_BUQ_SECTOR - 1) / SWE_BUQ_SECTOR * SWE_BUQ_SECTOR)
 #define SWE_BUQ_LEAD ((SWE_BUQ_SECTOR - SWE_GHOST % SWE_BUQ_SECTOR) % SWE_BUQ_SECTOR)
 
 TS_HD static inline swe_idx buq_cell(const swe_buq_view *e, int k, int i, int j) {
