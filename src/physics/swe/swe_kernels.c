@@ -496,7 +496,10 @@ static int64_t kernels_wet_cells(const swe_part *s) {
 /* Tile activity: a tile is active when it or one of its 8 neighbours holds water (depth > 0).
  * Water moves at most one cell per stage, so with tiles of at least 2 x 2 cells no water
  * reaches a skipped tile in a step. Tiles with cells outside `valid` (halo cells not yet
- * received) count as wet, so a neighbour's water is never missed. */
+ * received) count as wet, so a neighbour's water is never missed. A tile out of the last work
+ * list kept its cells (no pass wrote them), so it stays dry and is not read again, unless it
+ * holds cells outside the owned ones (halos and boundary ghosts are written outside the
+ * passes) or the cells changed outside the passes (tiles_stale). */
 static void kernels_tile_mask(swe_part *s, swe_region valid) {
   const ts_real *w = A(s->w), *bed = A(s->bed);
   int ntiles = s->tiles_x * s->tiles_y;
@@ -506,20 +509,27 @@ static void kernels_tile_mask(swe_part *s, swe_region valid) {
       s->tile_list[k] = k;
     return;
   }
-  swe_region all = {0, s->nx, 0, s->ny};
-#pragma omp parallel for schedule(dynamic, 4) num_threads(s->threads)
+  swe_region all = {0, s->nx, 0, s->ny}, own = s->own;
+  int read_all = s->tiles_stale;
+  for (int t = 0; t < s->ntile_list && !read_all; t++)
+    s->tile_wet[s->tile_list[t]] = 1; /* (read below) */
+#pragma omp parallel for schedule(dynamic, 16) num_threads(s->threads)
   for (int k = 0; k < ntiles; k++) {
     int i0, i1, j0, j1, any = 0;
     tile_cells(s, k, all, &i0, &i1, &j0, &j1);
+    int inside = i0 >= own.i0 && i1 <= own.i1 && j0 >= own.j0 && j1 <= own.j1;
+    if (!read_all && inside && !s->tile_wet[k])
+      continue; /* out of the last list: still dry */
     if (i0 < valid.i0 || i1 > valid.i1 || j0 < valid.j0 || j1 > valid.j1)
       any = 1;
-    for (int j = j0; j < j1 && !any; j++) { /* a row at a time, vectorised */
+    for (int j = j0; j < j1 && !any; j++) { /* a row at a time */
       int64_t c0 = swe_index(s, i0, j);
       for (int i = 0; i < i1 - i0; i++)
         any |= s->active[c0 + i] & (w[c0 + i] > bed[c0 + i]);
     }
     s->tile_wet[k] = (unsigned char)any;
   }
+  s->tiles_stale = 0;
   unsigned feeds = swe_feeding_sides(s->p, s->internal);
   s->ntile_list = 0;
   for (int k = 0; k < ntiles; k++)
@@ -590,6 +600,7 @@ static void kernels_boundary_flux(swe_part *s, double t, double dt, int stage) {
 
 /* Rain and losses of a step of dt on the active cells of r (swe_source_cell). */
 static void kernels_sources(swe_part *s, swe_region r, double dt) {
+  s->tiles_stale = 1; /* rain wets dry tiles */
   swe_arrays a = swe_part_arrays(s);
   swe_consts k = swe_part_consts(s);
   const ts_real *rain = A(s->rain), *initial = A(s->loss_initial), *rate = A(s->loss_rate);

@@ -141,6 +141,7 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
   part->tile_wet = calloc((size_t)part->tiles_x * part->tiles_y, 1);
   part->tile_list = malloc(sizeof(int) * (size_t)part->tiles_x * part->tiles_y);
   failed |= !part->tile_wet || !part->tile_list;
+  part->tiles_stale = 1;
   if (failed) {
     swe_part_destroy(part);
     return ts_error(TS_ERR_NOMEM, "swe: out of memory for a %d x %d subdomain", part->nx, part->ny);
@@ -244,6 +245,7 @@ void swe_part_to_host(swe_part *part) {
 }
 
 void swe_part_changed_on_host(swe_part *part) {
+  part->tiles_stale = 1;
   if (part->k->to_device)
     part->k->to_device(part);
   else
