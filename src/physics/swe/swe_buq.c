@@ -72,6 +72,7 @@ typedef struct part {
   int64_t P;               /* elements of one leaf's window */
   unsigned char *computed; /* per leaf: computed in this step (early exit) */
   unsigned char *on, *wet; /* per leaf: in the step (choose_leaves), holds water (CPU) */
+  int wet_unknown;        /* cells changed outside the passes (a new part, rain): read every leaf */
   int *list;              /* the leaves of the step by ring, each ring by level from the coarsest */
   int counts[4];          /* update and maps, limiters, fluxes, ghosts: list[0 .. counts[i]) */
   int *dropped, ndropped; /* the leaves no longer computed: their fluxes are zeroed */
@@ -271,15 +272,19 @@ static void leaf_means(part *e, int k, const ts_raster *r, ts_real *dst) {
 
 static int cpu_choose(void *x, int early_exit, unsigned char *on) {
   part *e = x;
-  int changed = 0;
+  int changed = 0, read_all = e->wet_unknown;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(e->threads)
   for (int k = 0; k < e->nblocks; k++) {
+    /* an own leaf out of the last step kept its cells (no pass wrote them): still dry */
+    if (k < e->owned && !e->computed[k] && !read_all)
+      continue;
     int any = !early_exit;
     for (int j = 0; j < e->M && !any; j++)
       for (int i = 0; i < e->M && !any; i++)
         any = buq_wet_cell(&e->v, k, i, j);
     e->wet[k] = (unsigned char)any;
   }
+  e->wet_unknown = 0;
 #pragma omp parallel for reduction(| : changed) num_threads(e->threads)
   for (int k = 0; k < e->nblocks; k++) {
     on[k] = (unsigned char)buq_leaf_on(e->blocks, e->wet, k);
@@ -585,6 +590,7 @@ static void cpu_record(void *x, double t, double dt) {
 /* Rain and losses on every leaf of the part's own (dry leaves too: rain wets them). */
 static void cpu_sources(void *x, double dt) {
   part *e = x;
+  e->wet_unknown = 1; /* rain wets dry leaves */
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
   for (int k = 0; k < e->owned; k++)
     for (int j = 0; j < e->M; j++)
@@ -1273,6 +1279,7 @@ static ts_status part_alloc(engine *e, int i) {
   failed |= !(pt->computed = calloc(nb, 1)) || !(pt->list = malloc(sizeof(int) * nb)) ||
             !(pt->dropped = malloc(sizeof(int) * nb)) || !(pt->on = malloc(nb)) ||
             !(pt->wet = malloc(nb));
+  pt->wet_unknown = 1;
   if (failed)
     return ts_error(TS_ERR_NOMEM, "swe: out of memory for %zu quadtree blocks", nb);
   return TS_OK;
