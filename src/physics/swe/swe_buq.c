@@ -392,13 +392,40 @@ static inline ts_real cell_source(int act, ts_real low_face_corr, swe_side lo, s
   return low - high_face_corr;
 }
 
-/* buq_sweep of every row (x) of leaf k, whose sides touch no other level: the faces of each row
- * (cells -1 .. M) in loops the compiler vectorises along the row, the same functions on the
- * same values. Returns the largest wave speed. */
+/* The faces of a line of leaf k at the ends whose side touches another level (f == 0 at lo_side,
+ * f == M at hi_side): buq_line_face's fluxes and pressure corrections from the line's cells' sides
+ * (cell n - 1 at n of lo, hi and act). Returns their largest wave speed. */
+static ts_real jump_faces(const swe_buq_view *v, int k, int line, int x_axis, const side_row *lo,
+                          const side_row *hi, const int *act, ts_real *corr_lo, ts_real *corr_hi) {
+  const ts_buq_block *b = &v->blocks[k];
+  int M = v->M, ends[2] = {0, M};
+  buq_line l = buq_line_of(v, line, x_axis);
+  swe_side los[SWE_BUQ_MAX_BLOCK + 2], his[SWE_BUQ_MAX_BLOCK + 2];
+  ts_real amax = 0;
+  for (int e = 0; e < 2; e++) {
+    int f = ends[e];
+    if (b->side_relation[e ? l.side_hi : l.side_lo] == TS_BUQ_SAME)
+      continue;
+    for (int n = f; n <= f + 1; n++)
+      los[n] = side_get(lo, n), his[n] = side_get(hi, n);
+    if (f == M)
+      los[0] = side_get(lo, 0), his[0] = side_get(hi, 0);
+    amax = swe_max(
+        amax, buq_line_face(v, k, line, x_axis, l, f, los, his, act, &corr_lo[f], &corr_hi[f]));
+  }
+  return amax;
+}
+
+/* The x sweep of leaf k: the faces of each row (cells -1 .. M; every face its flux, every cell
+ * its bed source with the pressure corrections of its faces) in loops the compiler vectorises
+ * along the row, the same functions on the same values as the GPU's k_sweep; the end faces on a
+ * side to another level by jump_faces. Returns the largest wave speed. */
 static ts_real sweep_rows(const swe_buq_view *v, int k) {
   swe_arrays a = buq_leaf_arrays(v, k);
-  swe_consts kc = buq_consts(v, v->blocks[k].level);
-  int M = v->M;
+  const ts_buq_block *b = &v->blocks[k];
+  swe_consts kc = buq_consts(v, b->level);
+  int M = v->M, west = b->side_relation[TS_BUQ_WEST] != TS_BUQ_SAME;
+  int east = b->side_relation[TS_BUQ_EAST] != TS_BUQ_SAME;
   ts_real g = (ts_real)v->gravity, amax = 0;
   for (int j = 0; j < M; j++) {
     swe_idx c0 = buq_local(v, -1, j); /* cell n - 1 at c0 + n */
@@ -409,11 +436,13 @@ static ts_real sweep_rows(const swe_buq_view *v, int k) {
     for (int n = 0; n < M + 2; n++)
       act[n] = reconstruct_into(&a, &kc, c0 + n, 1, v->W, 1, &lo, &hi, n);
 #pragma omp simd reduction(max : amax)
-    for (int f = 0; f <= M; f++) { /* face f: between cells f - 1 and f */
+    for (int f = west; f <= M - east; f++) { /* face f: between cells f - 1 and f */
       ts_real speed = face_into(&kc, act[f], act[f + 1], side_get(&hi, f), side_get(&lo, f + 1),
                                 a.fx, c0 + 1 + f, &corr_lo[f], &corr_hi[f]);
       amax = amax > speed ? amax : speed;
     }
+    if (west || east)
+      amax = swe_max(amax, jump_faces(v, k, j, 1, &lo, &hi, act, corr_lo, corr_hi));
 #pragma omp simd
     for (int n = 0; n < M; n++)
       a.src_x[c0 + 1 + n] = cell_source(act[n + 1], corr_hi[n], side_get(&lo, n + 1),
@@ -422,12 +451,15 @@ static ts_real sweep_rows(const swe_buq_view *v, int k) {
   return amax;
 }
 
-/* buq_sweep of every column (y) of leaf k, whose sides touch no other level, a row of cells at
- * a time: loops the compiler vectorises across the columns. Returns the largest wave speed. */
+/* The y sweep of leaf k, a row of cells at a time: loops the compiler vectorises across the
+ * columns; the end faces on a side to another level by jump_faces. Returns the largest wave
+ * speed. */
 static ts_real sweep_columns(const swe_buq_view *v, int k) {
   swe_arrays a = buq_leaf_arrays(v, k);
-  swe_consts kc = buq_consts(v, v->blocks[k].level);
-  int M = v->M;
+  const ts_buq_block *b = &v->blocks[k];
+  swe_consts kc = buq_consts(v, b->level);
+  int M = v->M, south = b->side_relation[TS_BUQ_SOUTH] != TS_BUQ_SAME;
+  int north = b->side_relation[TS_BUQ_NORTH] != TS_BUQ_SAME;
   ts_real g = (ts_real)v->gravity, amax = 0;
   side_row lo[SWE_BUQ_MAX_BLOCK + 2], hi[SWE_BUQ_MAX_BLOCK + 2]; /* [n + 1]: cells of row n */
   int act[SWE_BUQ_MAX_BLOCK + 2][SWE_BUQ_MAX_BLOCK];
@@ -439,7 +471,7 @@ static ts_real sweep_columns(const swe_buq_view *v, int k) {
     for (int i = 0; i < M; i++)
       act[n + 1][i] = reconstruct_into(&a, &kc, r0 + i, v->W, 1, 0, &lo[n + 1], &hi[n + 1], i);
   }
-  for (int f = 0; f <= M; f++) { /* faces f: between rows f - 1 and f */
+  for (int f = south; f <= M - north; f++) { /* faces f: between rows f - 1 and f */
     swe_idx r0 = buq_local(v, 0, f);
 #pragma omp simd reduction(max : amax)
     for (int i = 0; i < M; i++) {
@@ -448,6 +480,19 @@ static ts_real sweep_columns(const swe_buq_view *v, int k) {
                     a.fy, r0 + i, &corr_lo[f][i], &corr_hi[f][i]);
       amax = amax > speed ? amax : speed;
     }
+  }
+  for (int i = 0; i < M && (south || north); i++) { /* column i's cells as a line */
+    side_row clo, chi;
+    int cact[SWE_BUQ_MAX_BLOCK + 2];
+    ts_real clo_corr[SWE_BUQ_MAX_BLOCK + 1], chi_corr[SWE_BUQ_MAX_BLOCK + 1];
+    for (int n = 0; n < M + 2; n++)
+      side_put(&clo, n, side_get(&lo[n], i)), side_put(&chi, n, side_get(&hi[n], i)),
+          cact[n] = act[n][i];
+    amax = swe_max(amax, jump_faces(v, k, i, 0, &clo, &chi, cact, clo_corr, chi_corr));
+    if (south)
+      corr_lo[0][i] = clo_corr[0], corr_hi[0][i] = chi_corr[0];
+    if (north)
+      corr_lo[M][i] = clo_corr[M], corr_hi[M][i] = chi_corr[M];
   }
   for (int n = 0; n < M; n++) {
     swe_idx r0 = buq_local(v, 0, n);
@@ -467,8 +512,8 @@ static int touches(const ts_buq_block *b, ts_buq_relation rel) {
   return any;
 }
 
-/* Fluxes of the leaves up to the flux ring (those whose sides touch one level only, a row at a
- * time); with `speeds`, the largest wave speeds per level (x, y) kept for cpu_speeds. */
+/* Fluxes of the leaves up to the flux ring (sweep_rows, sweep_columns); with `speeds`, the
+ * largest wave speeds per level (x, y) kept for cpu_speeds. */
 static void cpu_fluxes(void *x, int speeds) {
   part *e = x;
   int L = e->levels, n_fluxes = e->counts[2];
@@ -479,16 +524,8 @@ static void cpu_fluxes(void *x, int speeds) {
 #pragma omp for schedule(dynamic, 4)
     for (int n = 0; n < n_fluxes; n++) {
       int k = e->list[n], level = e->v.blocks[k].level;
-      const ts_buq_block *b = &e->v.blocks[k];
-      if (!touches(b, TS_BUQ_FINER) && !touches(b, TS_BUQ_COARSER)) {
-        lx[level] = swe_max(lx[level], sweep_rows(&e->v, k));
-        ly[level] = swe_max(ly[level], sweep_columns(&e->v, k));
-        continue;
-      }
-      for (int line = 0; line < e->M; line++) {
-        lx[level] = swe_max(lx[level], buq_sweep(&e->v, k, line, 1));
-        ly[level] = swe_max(ly[level], buq_sweep(&e->v, k, line, 0));
-      }
+      lx[level] = swe_max(lx[level], sweep_rows(&e->v, k));
+      ly[level] = swe_max(ly[level], sweep_columns(&e->v, k));
     }
 #pragma omp critical
     for (int l = 0; l < L; l++) {

@@ -330,26 +330,6 @@ TS_HD static inline void buq_line_source(const swe_buq_view *e, int k, int x_axi
   (x_axis ? e->src_x : e->src_y)[(swe_idx)k * e->P + l.first + n * l.step] = low - high_face_corr;
 }
 
-/* One line of leaf k (a row for x, a column for y) from cell -1 to M, as sweep_line of
- * swe_kernels.c: every face 0..M gets its flux, every cell its bed source with the pressure
- * corrections of its faces. Returns the largest wave speed of the faces. */
-TS_HD static inline ts_real buq_sweep(const swe_buq_view *e, int k, int line, int x_axis) {
-  int M = e->M;
-  buq_line l = buq_line_of(e, line, x_axis);
-  swe_side lo[SWE_BUQ_MAX_BLOCK + 2], hi[SWE_BUQ_MAX_BLOCK + 2];
-  int act[SWE_BUQ_MAX_BLOCK + 2];
-  for (int n = -1; n <= M; n++)
-    act[n + 1] = buq_line_cell(e, k, x_axis, l, n, &lo[n + 1], &hi[n + 1]);
-  ts_real amax = 0, low_corr = 0, corr_lo, corr_hi;
-  for (int f = 0; f <= M; f++) {
-    amax = swe_max(amax, buq_line_face(e, k, line, x_axis, l, f, lo, hi, act, &corr_lo, &corr_hi));
-    if (f > 0)
-      buq_line_source(e, k, x_axis, l, f - 1, act[f], lo[f], hi[f], low_corr, corr_lo);
-    low_corr = corr_hi;
-  }
-  return amax;
-}
-
 /* ---------------------------------------------------------------- limiters and update */
 
 /* The fluxes of the two finer faces next to leaf k's cell `at` along `side`, as the fine

@@ -106,9 +106,10 @@ TS_HD_INLINE static inline void swe_reconstruct_mirrored(const int act[3], const
 
 /* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y), whose faces
  * have the beds face_lo and face_hi. Inactive neighbours act as mirrors of the cell (walls). */
-TS_HD static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_consts *k, swe_idx c,
-                                              swe_idx step, int x_axis, ts_real face_lo,
-                                              ts_real face_hi, swe_side *lo, swe_side *hi) {
+TS_HD_INLINE static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_consts *k,
+                                                     swe_idx c, swe_idx step, int x_axis,
+                                                     ts_real face_lo, ts_real face_hi, swe_side *lo,
+                                                     swe_side *hi) {
   const ts_real *qn_a = x_axis ? a->hu : a->hv, *qt_a = x_axis ? a->hv : a->hu;
   const ts_real *un_a = x_axis ? a->u : a->v, *ut_a = x_axis ? a->v : a->u;
   int act[3];
