@@ -24,45 +24,13 @@
 
 #include "tessera/swe.h"
 #include "unit/check.h"
+#include "unit/swe_terrain.h"
 
-enum { NX = 97, NY = 61 };
-
-/* The terrain of test_swe_early_exit.c: a slope with waves and a NODATA hole. */
-static void terrain(ts_raster *bed, ts_raster *h0) {
-  ts_raster_alloc(bed, NX, NY, 0, 0, 2.0, -9999);
-  ts_raster_alloc(h0, NX, NY, 0, 0, 2.0, -9999);
-  for (int j = 0; j < NY; j++)
-    for (int i = 0; i < NX; i++) {
-      double x = i * 2.0, y = j * 2.0;
-      bed->v[i + j * NX] = 0.02 * x + 0.5 * sin(y / 9.0) + 0.3 * cos(x / 7.0);
-      if ((i - 60) * (i - 60) + (j - 30) * (j - 30) < 16)
-        bed->v[i + j * NX] = -9999;
-      h0->v[i + j * NX] = (i < 12 && j > 20 && j < 40) ? 3.0 : 0.0;
-    }
-}
+enum { NX = TERRAIN_NX, NY = TERRAIN_NY };
 
 /* Runs `steps` steps and reads h, hu, hv and the maximum speed (4 x NX x NY values). */
 static const ts_raster *friction_grid; /* run's per-cell Manning n (NULL: the parameters') */
 static int mound_after = -1; /* the step after which the host adds water in a dry corner */
-
-/* The surface from the host (ts_swe_set_surface): the flood so far plus a mound of water in the
- * south-east corner, dry and out of the steps until then. */
-static int add_mound(ts_swe *s, const ts_raster *bed) {
-  ts_raster eta;
-  ts_raster_alloc(&eta, NX, NY, 0, 0, 2.0, -9999);
-  double *depth = malloc(sizeof(double) * NX * NY);
-  ts_swe_get(s, TS_SWE_H, depth);
-  for (int c = 0; c < NX * NY; c++) {
-    double mound = c % NX > 84 && c / NX < 10 ? 1.5 : 0.0;
-    eta.v[c] = bed->v[c] == -9999 ? -9999 : bed->v[c] + depth[c] + mound;
-  }
-  ts_status st = ts_swe_set_surface(s, &eta);
-  free(depth);
-  ts_raster_free(&eta);
-  if (st != TS_OK)
-    printf("set_surface failed: %s\n", ts_error_message());
-  return st != TS_OK;
-}
 
 static int run(const ts_swe_params *p, const ts_raster *bed, const ts_raster *h0, int steps,
                double *out, double *volume) {

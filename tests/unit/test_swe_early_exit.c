@@ -2,46 +2,16 @@
  * uneven terrain with NODATA holes, given a mound of water in a dry corner by the host halfway,
  * runs with and without it, in float and double, with several tile sizes, and every cell of
  * every variable must be equal bit for bit. */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tessera/swe.h"
-
-/* Halfway: the surface from the host (ts_swe_set_surface), the flood so far plus a mound of water
- * in the far corner, whose tiles were dry and out of the work list until then. */
-static int add_mound(ts_swe *s, const ts_raster *bed, double *depth) {
-  ts_raster eta;
-  ts_raster_alloc(&eta, bed->ncols, bed->nrows, 0, 0, 2.0, -9999);
-  ts_swe_get(s, TS_SWE_H, depth);
-  for (int j = 0; j < bed->nrows; j++)
-    for (int i = 0; i < bed->ncols; i++) {
-      int c = i + j * bed->ncols;
-      double mound = i > 84 && j < 10 ? 1.5 : 0.0;
-      eta.v[c] = bed->v[c] == -9999 ? -9999 : bed->v[c] + depth[c] + mound;
-    }
-  ts_status st = ts_swe_set_surface(s, &eta);
-  ts_raster_free(&eta);
-  if (st != TS_OK)
-    printf("set_surface failed: %s\n", ts_error_message());
-  return st != TS_OK;
-}
+#include "unit/swe_terrain.h"
 
 static int run(ts_precision prec, int early_exit, int tile, double *h, double *hu, double *hv,
                double *mx) {
-  const int nx = 97, ny = 61;
   ts_raster bed, h0;
-  ts_raster_alloc(&bed, nx, ny, 0, 0, 2.0, -9999);
-  ts_raster_alloc(&h0, nx, ny, 0, 0, 2.0, -9999);
-  for (int j = 0; j < ny; j++) {
-    for (int i = 0; i < nx; i++) {
-      double x = i * 2.0, y = j * 2.0;
-      bed.v[i + j * nx] = 0.02 * x + 0.5 * sin(y / 9.0) + 0.3 * cos(x / 7.0);
-      if ((i - 60) * (i - 60) + (j - 30) * (j - 30) < 16)
-        bed.v[i + j * nx] = -9999;
-      h0.v[i + j * nx] = (i < 12 && j > 20 && j < 40) ? 3.0 : 0.0;
-    }
-  }
+  terrain(&bed, &h0);
   ts_swe_params p;
   ts_swe_params_default(&p);
   p.precision = prec;
@@ -60,7 +30,7 @@ static int run(ts_precision prec, int early_exit, int tile, double *h, double *h
       printf("step failed: %s\n", ts_error_message());
       return 1;
     }
-    if (n == 200 && add_mound(s, &bed, h))
+    if (n == 200 && add_mound(s, &bed))
       return 1;
   }
   ts_swe_get(s, TS_SWE_H, h);
