@@ -38,7 +38,7 @@ check "buq summary" $? "type buq, 3 levels of 8 x 8 blocks, fewer cells than 64 
   "$tessera" run buq.ini --quiet --out cut --set output.formats=asc,vtk \
     --set parallel.subdomains=5 >cut.log 2>&1
 differ=$?
-strip() { sed -e '/"wall_s"/d' -e '/"output_s"/d' -e '/"read_s"/d' -e '/"setup_s"/d' -e '/"finish_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' -e '/"memory_bytes"/d' \
+strip() { sed -e '/"wall_s"/d' -e '/"output_s"/d' -e '/"output_background_s"/d' -e '/"read_s"/d' -e '/"setup_s"/d' -e '/"finish_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' -e '/"memory_bytes"/d' \
   -e '/"subdomains"/d' -e '/"decomposition"/d' -e '/"decomposition_parts": \[/,/\]/d' \
   -e '/"balance": {/,/^  },/d' "$1"; }
 for f in whole/*; do

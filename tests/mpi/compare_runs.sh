@@ -17,7 +17,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yi
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 rm -rf "$work" && mkdir -p "$work" || exit 1
 strip_summary() {
-  sed -e '/"ranks":/,$d' -e '/"backend"/d' -e '/"wall_s"/d' -e '/"output_s"/d' -e '/"read_s"/d' -e '/"setup_s"/d' -e '/"finish_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' \
+  sed -e '/"ranks":/,$d' -e '/"backend"/d' -e '/"wall_s"/d' -e '/"output_s"/d' -e '/"output_background_s"/d' -e '/"read_s"/d' -e '/"setup_s"/d' -e '/"finish_s"/d' -e '/"mcells_per_s"/d' -e '/"threads"/d' \
     -e '/"memory_bytes"/d' \
     -e "${2:-/^\$^/d}" "$1"
 }

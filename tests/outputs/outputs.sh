@@ -94,6 +94,17 @@ check "failed write" $([ -n "$file" ] && [ ! -e "$file" ] && grep -q '"status": 
   [ -z "$(incomplete full)" ] && [ "$(ls full | wc -l)" -eq 9 ] && [ -z "$(ls full | grep t000030)" ] && echo 0 || echo 1) \
   "no ${file:-file}, no temporary, summary.json with status failed; the 9 files written before the output time at 30 s complete, none of its own (swe.nc with its times so far): $(ls -A full | tr '\n' ' ')"
 
+# 3b. A write of an earlier output time failing (the first file at 10 s): that time is written on a
+#     thread of its own while the steps go on, and its failure ends the run at the next output
+#     time, before any of that time's files: exit code 1, none of the files of 10 s or 20 s.
+TESSERA_TEST_FAIL_WRITE=1 run $ALL --set output.times=10,20,30 --set output.checkpoint_interval=0 \
+  --out early >early.log 2>&1
+rc=$?
+check "failed write" $([ $rc -eq 1 ] && grep -q '^tessera: .*_t000010\.[a-z]*: cannot write' early.log &&
+  [ -z "$(ls early | grep -E 't0000[12]0')" ] && grep -q '"status": "failed"' early/summary.json &&
+  [ -z "$(temporaries early)" ] && [ -z "$(incomplete early)" ] && echo 0 || echo 1) \
+  "an earlier output time failing: exit code $rc, $(cat early.log); left: $(ls -A early | tr '\n' ' ')"
+
 # 4. An earlier run's files: those its summary.json lists go, the user's stay.
 run $ALL --out again || exit 1
 touch again/notes.txt

@@ -1080,29 +1080,37 @@ static void remove_snapshot_files(const swe_case *k, const snapshot_files *f) {
     }
 }
 
-/* The snapshot at time t in every format; run_nc (rank 0, NULL without the netcdf format) gets
- * h, hu, hv and eta appended as its next time step. The PNG, NetCDF and VTK writers run on
- * threads of their own while this thread writes the lines and the ASCII and GeoTIFF grids (which
- * take NaN as NODATA): each reads the fields and writes its own files. */
-static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, double **work,
-                                snapshot_files *files, ts_netcdf_series *run_nc) {
-  char tag[32], name[40];
-  time_tag(t, tag, sizeof tag);
+/* The fields of the snapshot at time t into work (h, hu, hv, eta, bed; NaN on inactive cells) and
+ * its file names into files; on a quadtree, the leaf cells' files are written here (their values
+ * come whole to rank 0). Collective. */
+static ts_status gather_snapshot(const swe_case *k, const ts_swe *s, double t, double **work,
+                                 snapshot_files *files) {
   memset(files, 0, sizeof *files);
   files->time = t;
   ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
   for (int v = 0; v < 5; v++)
-    TS_CALL(ts_swe_get(s, vars[v], work[v]));
+    TS_CALL(ts_comm_agree(k->comm, ts_swe_get(s, vars[v], work[v])));
   if ((k->formats[FMT_VTK] || k->netcdf_per_snapshot) &&
       ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL) > 0) {
+    char tag[32];
+    time_tag(t, tag, sizeof tag);
     if (k->formats[FMT_VTK])
       snprintf(files->vtu, sizeof files->vtu, "swe_blocks_%s.vtu", tag);
     if (k->netcdf_per_snapshot)
       snprintf(files->netcdf_blocks, sizeof files->netcdf_blocks, "swe_blocks_%s.nc", tag);
     TS_CALL(ts_comm_agree(k->comm, write_leaf_cells(k, s, files, t)));
   }
-  if (!k->root)
-    return TS_OK;
+  return TS_OK;
+}
+
+/* Rank 0's files of the snapshot gathered at time t in every format; run_nc (NULL without the
+ * netcdf format) gets h, hu, hv and eta appended as its next time step. The PNG, NetCDF and VTK
+ * writers run on threads of their own while this thread writes the lines and the ASCII and
+ * GeoTIFF grids (which take NaN as NODATA): each reads the fields and writes its own files. */
+static ts_status write_snapshot(const swe_case *k, double t, double **work, snapshot_files *files,
+                                ts_netcdf_series *run_nc) {
+  char tag[32], name[40];
+  time_tag(t, tag, sizeof tag);
   snapshot_job job = {k, t, tag, work, files, run_nc};
   ts_job jobs[3];
   int started[3] = {k->formats[FMT_PNG], run_nc || k->netcdf_per_snapshot, k->formats[FMT_VTK]};
@@ -1124,8 +1132,6 @@ static ts_status write_snapshot(const swe_case *k, const ts_swe *s, double t, do
   for (int q = 0; q < 3; q++) /* every job finished; the first failure is the one reported */
     if (started[q])
       st = ts_job_finish(&jobs[q], st);
-  if (st != TS_OK)
-    remove_snapshot_files(k, files);
   return st;
 }
 
@@ -1366,26 +1372,90 @@ static ts_status create_run_netcdf(const swe_case *k, const ts_swe *s, double *w
   return ts_comm_agree(k->comm, st);
 }
 
-/* The maps so far into swe.nc (rank 0's run_nc), so that a run stopped later leaves them too.
- * Collective. */
-static ts_status write_run_maps(const swe_case *k, const ts_swe *s, ts_netcdf_series *run_nc,
-                                double *work) {
-  for (int m = 0; m < NMAPS; m++) {
-    ts_status st = ts_swe_get(s, map_outputs[m].var, work);
-    if (st == TS_OK && run_nc)
-      st = ts_netcdf_series_put_map(run_nc, 1 + m, work);
-    TS_CALL(ts_comm_agree(k->comm, st));
-  }
-  return ts_comm_agree(k->comm, run_nc ? ts_netcdf_series_sync(run_nc) : TS_OK);
+/* An output time is written on a thread of its own (rank 0's output job) while the steps go
+ * on: the main thread gathers the fields (and, with the netcdf format and maxima = on, the maps
+ * so far, into swe.nc so that a run stopped later leaves them too), then the job writes every
+ * file of the time. An output time is written whole or not at all: a failed job removes the
+ * time's files, and its failure ends the run where the main thread next waits for it (the next
+ * output time, a checkpoint, the end), before any other file is written. Only one output time
+ * is in the writing at once, and the NetCDF library is called by one thread at a time. */
+typedef struct output_writer {
+  const swe_case *k;
+  ts_netcdf_series *run_nc; /* rank 0's swe.nc, NULL elsewhere or without the netcdf format */
+  double *work[5];          /* h, hu, hv, eta, bed of the time in the writing */
+  double *maps[NMAPS];      /* the maps so far, when they go into swe.nc at each time */
+  int with_maps;
+  snapshot_files *files; /* the time's file names */
+  double t;
+  ts_job job;
+  int pending;       /* a time was gathered and not yet waited for */
+  double background; /* seconds rank 0's jobs ran */
+} output_writer;
+
+static ts_status output_job(void *x) {
+  output_writer *w = x;
+  double started = omp_get_wtime();
+  ts_status st = write_snapshot(w->k, w->t, w->work, w->files, w->run_nc);
+  for (int m = 0; m < NMAPS && st == TS_OK && w->with_maps && w->run_nc; m++)
+    st = ts_netcdf_series_put_map(w->run_nc, 1 + m, w->maps[m]);
+  if (st == TS_OK && w->with_maps && w->run_nc)
+    st = ts_netcdf_series_sync(w->run_nc);
+  if (st != TS_OK)
+    remove_snapshot_files(w->k, w->files);
+  w->background += omp_get_wtime() - started;
+  return st;
 }
 
-/* One output time: the snapshot, then (netcdf format, maxima = on) the maps so far. */
-static ts_status write_output(const swe_case *k, const ts_swe *s, double t, double **work,
-                              snapshot_files *files, ts_netcdf_series *run_nc) {
-  TS_CALL(ts_comm_agree(k->comm, write_snapshot(k, s, t, work, files, run_nc)));
-  if (k->formats[FMT_NETCDF] && k->maxima)
-    TS_CALL(write_run_maps(k, s, run_nc, work[0]));
+static ts_status output_writer_init(output_writer *w, const swe_case *k, ts_netcdf_series *run_nc) {
+  memset(w, 0, sizeof *w);
+  w->k = k;
+  w->run_nc = run_nc;
+  w->with_maps = k->formats[FMT_NETCDF] && k->maxima;
+  size_t ncells = (size_t)k->bed.ncols * k->bed.nrows;
+  for (int v = 0; v < 5; v++)
+    if (!(w->work[v] = malloc(sizeof(double) * ncells)))
+      return ts_error(TS_ERR_NOMEM, "out of memory for the output fields");
+  for (int m = 0; m < NMAPS && w->with_maps; m++)
+    if (!(w->maps[m] = malloc(sizeof(double) * ncells)))
+      return ts_error(TS_ERR_NOMEM, "out of memory for the output maps");
   return TS_OK;
+}
+
+/* Waits for the output time in the writing, if any; its result, agreed by every rank. *written
+ * is incremented when it was written whole. */
+static ts_status output_wait(output_writer *w, int *written) {
+  if (!w->pending)
+    return TS_OK;
+  w->pending = 0;
+  ts_status st = w->k->root ? ts_job_finish(&w->job, TS_OK) : TS_OK;
+  TS_CALL(ts_comm_agree(w->k->comm, st));
+  (*written)++;
+  return TS_OK;
+}
+
+/* The output time t: waits for the one before, gathers this one's fields (collective) and starts
+ * its writing on rank 0. snaps[*written] gets its file names, filled in as they are written. */
+static ts_status output_start(output_writer *w, const ts_swe *s, double t, snapshot_files *snaps,
+                              int *written) {
+  const swe_case *k = w->k;
+  TS_CALL(output_wait(w, written));
+  snapshot_files *files = &snaps[*written];
+  TS_CALL(gather_snapshot(k, s, t, w->work, files));
+  for (int m = 0; m < NMAPS && w->with_maps; m++)
+    TS_CALL(ts_comm_agree(k->comm, ts_swe_get(s, map_outputs[m].var, w->maps[m])));
+  w->files = files;
+  w->t = t;
+  w->pending = 1;
+  if (k->root)
+    ts_job_start(&w->job, output_job, w);
+  return TS_OK;
+}
+
+static void output_writer_free(output_writer *w) {
+  for (int v = 0; v < 5; v++)
+    free(w->work[v]);
+  for (int m = 0; m < NMAPS; m++)
+    free(w->maps[m]);
 }
 
 typedef struct map_files {
@@ -1797,6 +1867,7 @@ static void write_summary_budget(ts_json *j, double initial, double final, const
 typedef struct run_totals {
   double wall, output, dt_min, dt_max, cells_steps; /* output: of wall, writing outputs */
   double finish; /* after the loop: the maxima, the gauges' files (summary.json's own not in) */
+  double output_background; /* rank 0's writing of output times beside the steps */
   int64_t steps_run;
 } run_totals;
 
@@ -1859,6 +1930,7 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
   ts_json_key(&j, "t_end"), ts_json_number(&j, ts_swe_time(s));
   ts_json_key(&j, "wall_s"), ts_json_number(&j, tot->wall);
   ts_json_key(&j, "output_s"), ts_json_number(&j, tot->output);
+  ts_json_key(&j, "output_background_s"), ts_json_number(&j, tot->output_background);
   ts_json_key(&j, "read_s"), ts_json_number(&j, k->read_s);
   ts_json_key(&j, "setup_s"), ts_json_number(&j, k->setup_s);
   ts_json_key(&j, "finish_s"), ts_json_number(&j, tot->finish);
@@ -1936,15 +2008,14 @@ static ts_status write_summary(const swe_case *k, const ts_swe *s, const ts_case
  * is TS_STOPPED. A run that fails still writes summary.json if it can. */
 static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe *s, run_state *rs,
                           gauge_log *log) {
-  size_t ncells = (size_t)k->bed.ncols * k->bed.nrows;
-  double *work[5] = {0};
   snapshot_files *snaps = calloc((size_t)k->nout, sizeof *snaps);
   int max_ckpt = k->checkpoint_interval > 0 ? (int)(k->t_end / k->checkpoint_interval) + 1 : 0;
   char(*checkpoints)[64] = calloc((size_t)max_ckpt + 1, 64);
   ts_status st = snaps && checkpoints ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
-  for (int v = 0; v < 5 && st == TS_OK; v++)
-    if (!(work[v] = malloc(sizeof(double) * ncells)))
-      st = ts_error(TS_ERR_NOMEM, "out of memory");
+  output_writer out;
+  ts_status made = output_writer_init(&out, k, NULL);
+  if (st == TS_OK)
+    st = made;
   if (st == TS_OK && k->has_gauges)
     st = ts_comm_agree(k->comm, ts_swe_watch(s, k->gauges.n, k->gauges.i, k->gauges.j));
   if (st == TS_OK && k->has_gauges && !opt->restart) {
@@ -1953,22 +2024,20 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   }
   ts_netcdf_series *run_nc = NULL; /* swe.nc, on rank 0 */
   if (st == TS_OK && k->formats[FMT_NETCDF])
-    st = create_run_netcdf(k, s, work[0],
+    st = create_run_netcdf(k, s, out.work[0],
                            !opt->restart               ? NAN
                            : rs->next_output < k->nout ? k->out_times[rs->next_output]
                                                        : INFINITY,
                            &run_nc);
+  out.run_nc = run_nc;
   run_totals tot = {.dt_min = INFINITY, .dt_max = 0};
   ts_swe_run run;
   int nsnaps = 0, nckpt = 0;
   int tty = isatty(fileno(opt->progress));
   double start = wall_now(), last_print = start, t_start = ts_swe_time(s), dt = 0;
   int64_t active = ts_swe_active_cells(s);
-  while (st == TS_OK && rs->next_output < k->nout && k->out_times[rs->next_output] <= t_start) {
-    st = write_output(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps], run_nc);
-    nsnaps += st == TS_OK;
-    rs->next_output++;
-  }
+  while (st == TS_OK && rs->next_output < k->nout && k->out_times[rs->next_output] <= t_start)
+    st = output_start(&out, s, k->out_times[rs->next_output++], snaps, &nsnaps);
   int stopped = 0;
   while (st == TS_OK && ts_swe_time(s) < k->t_end &&
          (k->max_steps == 0 || ts_swe_steps(s) < k->max_steps)) {
@@ -2003,12 +2072,10 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
       }
     }
     double t = ts_swe_time(s), writing = wall_now();
-    while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output]) {
-      st = write_output(k, s, k->out_times[rs->next_output], work, &snaps[nsnaps], run_nc);
-      nsnaps += st == TS_OK;
-      rs->next_output++;
-    }
+    while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output])
+      st = output_start(&out, s, k->out_times[rs->next_output++], snaps, &nsnaps);
     if (st == TS_OK && k->checkpoint_interval > 0 && t >= rs->next_checkpoint && t < k->t_end) {
+      st = output_wait(&out, &nsnaps); /* (the checkpoint counts the output times as written) */
       double tag = rs->next_checkpoint;
       while (rs->next_checkpoint <= t)
         rs->next_checkpoint += k->checkpoint_interval;
@@ -2016,7 +2083,8 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
         char text[32];
         time_tag(tag, text, sizeof text);
         snprintf(checkpoints[nckpt], 64, "checkpoint_%s.tsc", text);
-        st = write_checkpoint(k, s, rs, log, checkpoints[nckpt]);
+        if (st == TS_OK)
+          st = write_checkpoint(k, s, rs, log, checkpoints[nckpt]);
         nckpt += st == TS_OK;
       }
     }
@@ -2027,6 +2095,12 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
       last_print = now;
     }
   }
+  double waiting = wall_now();
+  ts_status written = output_wait(&out, &nsnaps);
+  if (st == TS_OK)
+    st = written;
+  tot.output += wall_now() - waiting;
+  tot.output_background = out.background;
   tot.wall = wall_now() - start;
   if (!opt->quiet && k->root && st == TS_OK) {
     progress_line(opt->progress, tty, s, t_start, k->t_end, dt, tot.wall, tot.cells_steps);
@@ -2041,7 +2115,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   map_files maps[NMAPS];
   memset(maps, 0, sizeof maps);
   if (st == TS_OK && k->maxima) {
-    st = write_maxima(k, s, work[0], maps, run_nc);
+    st = write_maxima(k, s, out.work[0], maps, run_nc);
     if (st != TS_OK)
       memset(maps, 0, sizeof maps); /* listed once all are written */
   }
@@ -2091,8 +2165,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
               "%s/checkpoint_stop.tsc\n",
               ts_swe_time(s), (long long)ts_swe_steps(s), k->out_dir);
   }
-  for (int v = 0; v < 5; v++)
-    free(work[v]);
+  output_writer_free(&out);
   free(snaps);
   free(checkpoints);
   return st;
