@@ -223,6 +223,10 @@ typedef enum ts_swe_var {
  * not touched elsewhere and may be NULL); inactive cells get NaN. */
 ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out);
 
+/* Collective. ts_swe_get of n variables, var[q] into out[q], with one copy of the state from the
+ * devices for all of them. */
+ts_status ts_swe_get_many(const ts_swe *s, int n, const ts_swe_var *var, double *const *out);
+
 /* Collective. Values of var[k] at cells (i[k], j[k]) (NaN outside the grid or inactive), on
  * every rank. */
 ts_status ts_swe_probe(const ts_swe *s, int n, const int *i, const int *j, const ts_swe_var *var,

@@ -837,13 +837,14 @@ double ts_swe_get_cell(const ts_swe *s, ts_swe_var var, int i, int j) {
 /* Writes `elem` bytes of cell (i, j) (local coordinates) of part p to dst. */
 typedef void (*cell_writer)(const swe_part *p, int i, int j, const void *arg, char *dst);
 
-/* Gathers the owned cells of every part, elem bytes each, into out[i + j * nx] on rank 0. */
-static ts_status gather_cells(const ts_swe *s, size_t elem, cell_writer write, const void *arg,
-                              void *out) {
-  parts_to_host(s);
+/* Gathers the owned cells of every part, elem bytes each, from the host arrays (parts_to_host
+ * first) into out[i + j * nx] on rank 0 (rows on every OpenMP thread). */
+static ts_status gather_host_cells(const ts_swe *s, size_t elem, cell_writer write, const void *arg,
+                                   void *out) {
   if (s->nranks == 1) {
     for (int k = 0; k < s->nparts; k++) {
       const swe_part *p = s->parts[k];
+#pragma omp parallel for schedule(static)
       for (int j = p->own.j0; j < p->own.j1; j++)
         for (int i = p->own.i0; i < p->own.i1; i++)
           write(p, i, j, arg,
@@ -864,9 +865,13 @@ static ts_status gather_cells(const ts_swe *s, size_t elem, cell_writer write, c
     char *q = mine;
     for (int k = 0; k < s->nparts; k++) {
       const swe_part *p = s->parts[k];
+      int width = p->own.i1 - p->own.i0;
+#pragma omp parallel for schedule(static)
       for (int j = p->own.j0; j < p->own.j1; j++)
-        for (int i = p->own.i0; i < p->own.i1; i++, q += elem)
-          write(p, i, j, arg, q);
+        for (int i = p->own.i0; i < p->own.i1; i++)
+          write(p, i, j, arg,
+                q + elem * ((size_t)(i - p->own.i0) + (size_t)(j - p->own.j0) * width));
+      q += elem * (size_t)width * (size_t)(p->own.j1 - p->own.j0);
     }
   }
   st = ts_comm_agree(s->comm, st);
@@ -896,14 +901,23 @@ static void write_variable(const swe_part *p, int i, int j, const void *arg, cha
   memcpy(dst, &v, sizeof v);
 }
 
-ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out) {
-  if (var < TS_SWE_H || var > TS_SWE_LOSS)
-    return ts_error(TS_ERR_INTERNAL, "swe: unknown variable %d", (int)var);
+ts_status ts_swe_get_many(const ts_swe *s, int n, const ts_swe_var *var, double *const *out) {
+  for (int q = 0; q < n; q++)
+    if (var[q] < TS_SWE_H || var[q] > TS_SWE_LOSS)
+      return ts_error(TS_ERR_INTERNAL, "swe: unknown variable %d", (int)var[q]);
   if (s->buq) {
-    s->buq_ops->get(s->buq, var, out);
+    for (int q = 0; q < n; q++)
+      s->buq_ops->get(s->buq, var[q], out[q]);
     return TS_OK;
   }
-  return gather_cells(s, sizeof(double), write_variable, &var, out);
+  parts_to_host(s);
+  for (int q = 0; q < n; q++)
+    TS_CALL(gather_host_cells(s, sizeof(double), write_variable, &var[q], out[q]));
+  return TS_OK;
+}
+
+ts_status ts_swe_get(const ts_swe *s, ts_swe_var var, double *out) {
+  return ts_swe_get_many(s, 1, &var, &out);
 }
 
 void ts_swe_tiles(const ts_swe *s, int *ntiles_x, int *ntiles_y, int64_t *active_tiles) {
@@ -1051,9 +1065,10 @@ ts_status ts_swe_checkpoint_save(const ts_swe *s, void *blob, size_t bytes) {
     return TS_OK;
   }
   size_t cells = (size_t)s->nx * s->ny;
+  parts_to_host(s);
   for (int which = 0; which < CHECKPOINT_ARRAYS; which++) {
     size_t elem = array_elem(s->parts[0], which);
-    TS_CALL(gather_cells(s, elem, write_raw, &which, p));
+    TS_CALL(gather_host_cells(s, elem, write_raw, &which, p));
     if (p)
       p += elem * cells;
   }

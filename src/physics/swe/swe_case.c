@@ -917,6 +917,27 @@ static ts_status write_grid(const swe_case *k, const char *name, const double *v
   return TS_OK;
 }
 
+/* The maps written at the end (with [output] maxima = on), one row each: the solver variable,
+ * the file name (NAME.asc always, NAME.tif with the geotiff format; the variable's name in
+ * swe.nc), the summary.json keys of the two files under "maxima", and the long name and units
+ * of the variable in swe.nc. */
+typedef struct map_output {
+  ts_swe_var var;
+  const char *name, *key, *tif_key, *long_name, *units;
+} map_output;
+static const map_output map_outputs[] = {
+    {TS_SWE_MAX_H, "max_h", "h", "h_tif", "largest water depth", "m"},
+    {TS_SWE_MAX_SPEED, "max_speed", "speed", "speed_tif", "largest speed", "m s-1"},
+    {TS_SWE_ARRIVAL, "arrival", "arrival", "arrival_tif",
+     "first time the depth exceeded arrival_depth", "s"},
+    {TS_SWE_MAX_ETA, "max_eta", "eta", "eta_tif", "largest water surface elevation", "m"},
+    {TS_SWE_DURATION, "duration", "duration", "duration_tif",
+     "time the depth exceeded arrival_depth", "s"},
+    {TS_SWE_MAX_HAZARD, "max_hazard", "hazard", "hazard_tif",
+     "largest flood hazard rating h (v + 0.5)", "m2 s-1"},
+};
+enum { NMAPS = sizeof map_outputs / sizeof map_outputs[0] };
+
 typedef struct snapshot_files {
   double time;
   char h[64], hu[64], hv[64], eta[64], netcdf[64], vtk[64], vtu[64], netcdf_blocks[64], png[64];
@@ -1080,16 +1101,21 @@ static void remove_snapshot_files(const swe_case *k, const snapshot_files *f) {
     }
 }
 
-/* The fields of the snapshot at time t into work (h, hu, hv, eta, bed; NaN on inactive cells) and
- * its file names into files; on a quadtree, the leaf cells' files are written here (their values
- * come whole to rank 0). Collective. */
+/* The fields of the snapshot at time t into work (h, hu, hv, eta, bed; NaN on inactive cells),
+ * with maps (not NULL) the maps so far into maps[m], and its file names into files; on a
+ * quadtree, the leaf cells' files are written here (their values come whole to rank 0).
+ * Collective. */
 static ts_status gather_snapshot(const swe_case *k, const ts_swe *s, double t, double **work,
-                                 snapshot_files *files) {
+                                 double **maps, snapshot_files *files) {
   memset(files, 0, sizeof *files);
   files->time = t;
-  ts_swe_var vars[5] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
+  ts_swe_var vars[5 + NMAPS] = {TS_SWE_H, TS_SWE_HU, TS_SWE_HV, TS_SWE_ETA, TS_SWE_BED};
+  double *out[5 + NMAPS];
   for (int v = 0; v < 5; v++)
-    TS_CALL(ts_comm_agree(k->comm, ts_swe_get(s, vars[v], work[v])));
+    out[v] = work[v];
+  for (int m = 0; m < NMAPS && maps; m++)
+    vars[5 + m] = map_outputs[m].var, out[5 + m] = maps[m];
+  TS_CALL(ts_comm_agree(k->comm, ts_swe_get_many(s, maps ? 5 + NMAPS : 5, vars, out)));
   if ((k->formats[FMT_VTK] || k->netcdf_per_snapshot) &&
       ts_swe_leaf_cells(s, NULL, NULL, NULL, NULL) > 0) {
     char tag[32];
@@ -1306,27 +1332,6 @@ static ts_status write_gauges_netcdf(const swe_case *k, const gauge_log *log) {
   return st;
 }
 
-/* The maps written at the end (with [output] maxima = on), one row each: the solver variable,
- * the file name (NAME.asc always, NAME.tif with the geotiff format; the variable's name in
- * swe.nc), the summary.json keys of the two files under "maxima", and the long name and units
- * of the variable in swe.nc. */
-typedef struct map_output {
-  ts_swe_var var;
-  const char *name, *key, *tif_key, *long_name, *units;
-} map_output;
-static const map_output map_outputs[] = {
-    {TS_SWE_MAX_H, "max_h", "h", "h_tif", "largest water depth", "m"},
-    {TS_SWE_MAX_SPEED, "max_speed", "speed", "speed_tif", "largest speed", "m s-1"},
-    {TS_SWE_ARRIVAL, "arrival", "arrival", "arrival_tif",
-     "first time the depth exceeded arrival_depth", "s"},
-    {TS_SWE_MAX_ETA, "max_eta", "eta", "eta_tif", "largest water surface elevation", "m"},
-    {TS_SWE_DURATION, "duration", "duration", "duration_tif",
-     "time the depth exceeded arrival_depth", "s"},
-    {TS_SWE_MAX_HAZARD, "max_hazard", "hazard", "hazard_tif",
-     "largest flood hazard rating h (v + 0.5)", "m2 s-1"},
-};
-enum { NMAPS = sizeof map_outputs / sizeof map_outputs[0] };
-
 /* The run's NetCDF file (with the netcdf format), one per run: h, hu, hv and eta at each output
  * time, the bed and (with maxima = on) the maps as time-less variables. */
 static const char run_netcdf_name[] = "swe.nc";
@@ -1383,7 +1388,7 @@ typedef struct output_writer {
   const swe_case *k;
   ts_netcdf_series *run_nc; /* rank 0's swe.nc, NULL elsewhere or without the netcdf format */
   double *work[5];          /* h, hu, hv, eta, bed of the time in the writing */
-  double *maps[NMAPS];      /* the maps so far, when they go into swe.nc at each time */
+  double *maps[NMAPS];      /* the maps (maxima = on), into swe.nc at each time with netcdf */
   int with_maps;
   snapshot_files *files; /* the time's file names */
   double t;
@@ -1415,7 +1420,7 @@ static ts_status output_writer_init(output_writer *w, const swe_case *k, ts_netc
   for (int v = 0; v < 5; v++)
     if (!(w->work[v] = malloc(sizeof(double) * ncells)))
       return ts_error(TS_ERR_NOMEM, "out of memory for the output fields");
-  for (int m = 0; m < NMAPS && w->with_maps; m++)
+  for (int m = 0; m < NMAPS && k->maxima; m++)
     if (!(w->maps[m] = malloc(sizeof(double) * ncells)))
       return ts_error(TS_ERR_NOMEM, "out of memory for the output maps");
   return TS_OK;
@@ -1440,9 +1445,7 @@ static ts_status output_start(output_writer *w, const ts_swe *s, double t, snaps
   const swe_case *k = w->k;
   TS_CALL(output_wait(w, written));
   snapshot_files *files = &snaps[*written];
-  TS_CALL(gather_snapshot(k, s, t, w->work, files));
-  for (int m = 0; m < NMAPS && w->with_maps; m++)
-    TS_CALL(ts_comm_agree(k->comm, ts_swe_get(s, map_outputs[m].var, w->maps[m])));
+  TS_CALL(gather_snapshot(k, s, t, w->work, w->with_maps ? w->maps : NULL, files));
   w->files = files;
   w->t = t;
   w->pending = 1;
@@ -1474,24 +1477,26 @@ static ts_status put_map(void *x) {
   return ts_netcdf_series_put_map(j->run_nc, j->map, j->values);
 }
 
-/* The maps at the end, also into swe.nc (rank 0's run_nc, when not NULL). */
-static ts_status write_maxima(const swe_case *k, const ts_swe *s, double *work, map_files *files,
+/* The maps at the end (gathered into maps[m]), also into swe.nc (rank 0's run_nc, when not
+ * NULL). */
+static ts_status write_maxima(const swe_case *k, const ts_swe *s, double **maps, map_files *files,
                               ts_netcdf_series *run_nc) {
-  for (int m = 0; m < NMAPS; m++) {
-    ts_status st = ts_swe_get(s, map_outputs[m].var, work);
-    map_job put = {run_nc, 1 + m, work};
+  ts_swe_var vars[NMAPS];
+  for (int m = 0; m < NMAPS; m++)
+    vars[m] = map_outputs[m].var;
+  TS_CALL(ts_comm_agree(k->comm, ts_swe_get_many(s, NMAPS, vars, maps)));
+  ts_status st = TS_OK;
+  for (int m = 0; m < NMAPS && k->root && st == TS_OK; m++) {
+    map_job put = {run_nc, 1 + m, maps[m]};
     ts_job job;
-    int started = st == TS_OK && run_nc;
-    if (started)
+    if (run_nc)
       ts_job_start(&job, put_map, &put);
-    if (st == TS_OK && k->root) /* the grids' writers take NaN as NODATA */
-      st = write_grid(k, map_outputs[m].name, work, files[m].asc,
-                      k->formats[FMT_GEOTIFF] ? files[m].tif : NULL);
-    if (started)
+    st = write_grid(k, map_outputs[m].name, maps[m], files[m].asc, /* NaN as NODATA */
+                    k->formats[FMT_GEOTIFF] ? files[m].tif : NULL);
+    if (run_nc)
       st = ts_job_finish(&job, st);
-    TS_CALL(ts_comm_agree(k->comm, st));
   }
-  return TS_OK;
+  return ts_comm_agree(k->comm, st);
 }
 
 /* ------------------------------------------------------------------ checkpoints */
@@ -2115,7 +2120,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   map_files maps[NMAPS];
   memset(maps, 0, sizeof maps);
   if (st == TS_OK && k->maxima) {
-    st = write_maxima(k, s, out.work[0], maps, run_nc);
+    st = write_maxima(k, s, out.maps, maps, run_nc);
     if (st != TS_OK)
       memset(maps, 0, sizeof maps); /* listed once all are written */
   }
