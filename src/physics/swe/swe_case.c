@@ -1023,12 +1023,13 @@ static ts_status write_lines(const swe_case *k, const char *tag, double **work,
 }
 
 /* What the writers of one output time share: the case, the time and its tag, the fields (h, hu,
- * hv, eta, bed; NaN on inactive cells) and the names of the files written. */
+ * hv, eta, bed; NaN on inactive cells), the maps so far for swe.nc (NULL: none) and the names of
+ * the files written. */
 typedef struct snapshot_job {
   const swe_case *k;
   double t;
   const char *tag;
-  double **work;
+  double **work, **maps;
   snapshot_files *files;
   ts_netcdf_series *run_nc;
 } snapshot_job;
@@ -1054,14 +1055,19 @@ static ts_status write_snapshot_png(void *x) {
                             k->png_depth_max, title);
 }
 
-/* The run's NetCDF file gets the time appended, and the time's own NetCDF file is written (the
- * only job that calls the NetCDF library). */
+/* The run's NetCDF file gets the time appended (and the maps so far), and the time's own NetCDF
+ * file is written (the only job that calls the NetCDF library). */
 static ts_status write_snapshot_netcdf(void *x) {
   snapshot_job *j = x;
   ts_out_var out[5];
   snapshot_vars(j->work, out);
   if (j->run_nc)
     TS_CALL(ts_netcdf_series_append(j->run_nc, j->t, out));
+  if (j->run_nc && j->maps) {
+    for (int m = 0; m < NMAPS; m++)
+      TS_CALL(ts_netcdf_series_put_map(j->run_nc, 1 + m, j->maps[m]));
+    TS_CALL(ts_netcdf_series_sync(j->run_nc));
+  }
   if (j->k->netcdf_per_snapshot) {
     char path[4096];
     snprintf(j->files->netcdf, sizeof j->files->netcdf, "swe_%s.nc", j->tag);
@@ -1130,14 +1136,15 @@ static ts_status gather_snapshot(const swe_case *k, const ts_swe *s, double t, d
 }
 
 /* Rank 0's files of the snapshot gathered at time t in every format; run_nc (NULL without the
- * netcdf format) gets h, hu, hv and eta appended as its next time step. The PNG, NetCDF and VTK
+ * netcdf format) gets h, hu, hv and eta appended as its next time step, and the maps so far
+ * (maps; NULL: none). The PNG, NetCDF and VTK
  * writers run on threads of their own while this thread writes the lines and the ASCII and
  * GeoTIFF grids (which take NaN as NODATA): each reads the fields and writes its own files. */
-static ts_status write_snapshot(const swe_case *k, double t, double **work, snapshot_files *files,
-                                ts_netcdf_series *run_nc) {
+static ts_status write_snapshot(const swe_case *k, double t, double **work, double **maps,
+                                snapshot_files *files, ts_netcdf_series *run_nc) {
   char tag[32], name[40];
   time_tag(t, tag, sizeof tag);
-  snapshot_job job = {k, t, tag, work, files, run_nc};
+  snapshot_job job = {k, t, tag, work, maps, files, run_nc};
   ts_job jobs[3];
   int started[3] = {k->formats[FMT_PNG], run_nc || k->netcdf_per_snapshot, k->formats[FMT_VTK]};
   ts_status (*writers[3])(void *) = {write_snapshot_png, write_snapshot_netcdf, write_snapshot_vtk};
@@ -1400,11 +1407,8 @@ typedef struct output_writer {
 static ts_status output_job(void *x) {
   output_writer *w = x;
   double started = omp_get_wtime();
-  ts_status st = write_snapshot(w->k, w->t, w->work, w->files, w->run_nc);
-  for (int m = 0; m < NMAPS && st == TS_OK && w->with_maps && w->run_nc; m++)
-    st = ts_netcdf_series_put_map(w->run_nc, 1 + m, w->maps[m]);
-  if (st == TS_OK && w->with_maps && w->run_nc)
-    st = ts_netcdf_series_sync(w->run_nc);
+  ts_status st =
+      write_snapshot(w->k, w->t, w->work, w->with_maps ? w->maps : NULL, w->files, w->run_nc);
   if (st != TS_OK)
     remove_snapshot_files(w->k, w->files);
   w->background += omp_get_wtime() - started;
