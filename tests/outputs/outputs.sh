@@ -105,6 +105,15 @@ check "failed write" $([ $rc -eq 1 ] && grep -q '^tessera: .*_t000010\.[a-z]*: c
   [ -z "$(temporaries early)" ] && [ -z "$(incomplete early)" ] && echo 0 || echo 1) \
   "an earlier output time failing: exit code $rc, $(cat early.log); left: $(ls -A early | tr '\n' ' ')"
 
+# 3c. A checkpoint's write failing (it is written beside the steps too): the run ends at the next
+#     output time, before any of its files: exit code 1, no checkpoint, no file of 30 s.
+TESSERA_TEST_FAIL_WRITE=1 run --set output.times=30 --set output.formats=asc --out ckpt_full >ckpt_full.log 2>&1
+rc=$?
+check "failed write" $([ $rc -eq 1 ] && grep -q '^tessera: .*checkpoint_t000015\.tsc: cannot write' ckpt_full.log &&
+  [ -z "$(ls ckpt_full | grep -E 'tsc|t000030')" ] && grep -q '"status": "failed"' ckpt_full/summary.json &&
+  [ -z "$(temporaries ckpt_full)" ] && echo 0 || echo 1) \
+  "a checkpoint failing: exit code $rc, $(cat ckpt_full.log); left: $(ls -A ckpt_full | tr '\n' ' ')"
+
 # 4. An earlier run's files: those its summary.json lists go, the user's stay.
 run $ALL --out again || exit 1
 touch again/notes.txt

@@ -1384,13 +1384,14 @@ static ts_status create_run_netcdf(const swe_case *k, const ts_swe *s, double *w
   return ts_comm_agree(k->comm, st);
 }
 
-/* An output time is written on a thread of its own (rank 0's output job) while the steps go
- * on: the main thread gathers the fields (and, with the netcdf format and maxima = on, the maps
- * so far, into swe.nc so that a run stopped later leaves them too), then the job writes every
- * file of the time. An output time is written whole or not at all: a failed job removes the
- * time's files, and its failure ends the run where the main thread next waits for it (the next
- * output time, a checkpoint, the end), before any other file is written. Only one output time
- * is in the writing at once, and the NetCDF library is called by one thread at a time. */
+/* An output time or a checkpoint is written on a thread of its own (rank 0's output job) while
+ * the steps go on: the main thread gathers the fields (and, with the netcdf format and maxima =
+ * on, the maps so far, into swe.nc so that a run stopped later leaves them too) or the
+ * checkpoint, then the job writes every file of it. An output time is written whole or not at
+ * all: a failed job removes the time's files, and its failure ends the run where the main thread
+ * next waits for it (the next output time or checkpoint, the end), before any other file is
+ * written. One job is in the writing at once, so the NetCDF library is called by one thread at a
+ * time and a checkpoint follows the output times before it. */
 typedef struct output_writer {
   const swe_case *k;
   ts_netcdf_series *run_nc; /* rank 0's swe.nc, NULL elsewhere or without the netcdf format */
@@ -1399,8 +1400,12 @@ typedef struct output_writer {
   int with_maps;
   snapshot_files *files; /* the time's file names */
   double t;
+  char checkpoint_path[4096]; /* a checkpoint's file and contents (header, gauge rows, solver) */
+  char *checkpoint;
+  size_t checkpoint_bytes;
   ts_job job;
-  int pending;       /* a time was gathered and not yet waited for */
+  int pending;       /* a job was started and not yet waited for */
+  int *written;      /* its counter, incremented once it is written */
   double background; /* seconds rank 0's jobs ran */
 } output_writer;
 
@@ -1430,15 +1435,17 @@ static ts_status output_writer_init(output_writer *w, const swe_case *k, ts_netc
   return TS_OK;
 }
 
-/* Waits for the output time in the writing, if any; its result, agreed by every rank. *written
- * is incremented when it was written whole. */
-static ts_status output_wait(output_writer *w, int *written) {
+/* Waits for the output time or checkpoint in the writing, if any; its result, agreed by every
+ * rank. Its counter is incremented when it was written whole. */
+static ts_status output_wait(output_writer *w) {
   if (!w->pending)
     return TS_OK;
   w->pending = 0;
   ts_status st = w->k->root ? ts_job_finish(&w->job, TS_OK) : TS_OK;
+  free(w->checkpoint);
+  w->checkpoint = NULL;
   TS_CALL(ts_comm_agree(w->k->comm, st));
-  (*written)++;
+  (*w->written)++;
   return TS_OK;
 }
 
@@ -1447,12 +1454,13 @@ static ts_status output_wait(output_writer *w, int *written) {
 static ts_status output_start(output_writer *w, const ts_swe *s, double t, snapshot_files *snaps,
                               int *written) {
   const swe_case *k = w->k;
-  TS_CALL(output_wait(w, written));
+  TS_CALL(output_wait(w));
   snapshot_files *files = &snaps[*written];
   TS_CALL(gather_snapshot(k, s, t, w->work, w->with_maps ? w->maps : NULL, files));
   w->files = files;
   w->t = t;
   w->pending = 1;
+  w->written = written;
   if (k->root)
     ts_job_start(&w->job, output_job, w);
   return TS_OK;
@@ -1463,6 +1471,7 @@ static void output_writer_free(output_writer *w) {
     free(w->work[v]);
   for (int m = 0; m < NMAPS; m++)
     free(w->maps[m]);
+  free(w->checkpoint);
 }
 
 typedef struct map_files {
@@ -1520,26 +1529,41 @@ typedef struct checkpoint_header {
   uint64_t gauge_rows, gauge_width, solver_bytes;
 } checkpoint_header;
 
-/* The checkpoint `rel` in the output directory. */
-static ts_status write_checkpoint(const swe_case *k, const ts_swe *s, const run_state *rs,
-                                  const gauge_log *log, const char *rel) {
-  char path[4096], tmp[4200];
-  snprintf(path, sizeof path, "%s/%s", k->out_dir, rel);
+/* Rank 0's checkpoint file from the contents gathered. */
+static ts_status checkpoint_job(void *x) {
+  output_writer *w = x;
+  double started = omp_get_wtime();
+  char tmp[4200];
+  FILE *f = ts_open_temp(w->checkpoint_path, tmp, sizeof tmp);
+  ts_status st =
+      f ? TS_OK : ts_error(TS_ERR_IO, "%s: cannot write: %s", w->checkpoint_path, strerror(errno));
+  if (f) {
+    fwrite(w->checkpoint, 1, w->checkpoint_bytes, f);
+    st = ts_commit_temp(f, tmp, w->checkpoint_path); /* reports a failed write */
+  }
+  w->background += omp_get_wtime() - started;
+  return st;
+}
+
+/* The checkpoint `name` in the output directory: waits for the writing before, gathers the
+ * checkpoint (collective) and starts its writing on rank 0; names[*written] gets its name, and
+ * *written counts it once it is written. */
+static ts_status checkpoint_start(output_writer *w, const ts_swe *s, const run_state *rs,
+                                  const gauge_log *log, const char *name, char (*names)[64],
+                                  int *written) {
+  const swe_case *k = w->k;
+  TS_CALL(output_wait(w));
   size_t bytes;
   TS_CALL(ts_swe_checkpoint_size(s, &bytes));
-  void *blob = k->root ? malloc(bytes) : NULL;
-  ts_status st = ts_comm_agree(
-      k->comm, k->root && !blob ? ts_error(TS_ERR_NOMEM, "out of memory for a checkpoint") : TS_OK);
-  if (st == TS_OK)
-    st = ts_swe_checkpoint_save(s, blob, bytes);
-  if (!k->root) {
-    free(blob);
-    return ts_comm_agree(k->comm, st);
-  }
-  FILE *f = st == TS_OK ? ts_open_temp(path, tmp, sizeof tmp) : NULL;
-  if (st == TS_OK && !f)
-    st = ts_error(TS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-  if (st == TS_OK) {
+  size_t rows = sizeof(double) * log->n * log->width;
+  size_t total = sizeof(checkpoint_header) + rows + bytes;
+  char *file = k->root ? malloc(total) : NULL;
+  TS_CALL(ts_comm_agree(k->comm, k->root && !file
+                                     ? ts_error(TS_ERR_NOMEM, "out of memory for a checkpoint")
+                                     : TS_OK));
+  ts_status st =
+      ts_swe_checkpoint_save(s, file ? file + sizeof(checkpoint_header) + rows : NULL, bytes);
+  if (st == TS_OK && k->root) {
     checkpoint_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, checkpoint_magic, sizeof h.magic);
@@ -1553,14 +1577,24 @@ static ts_status write_checkpoint(const swe_case *k, const ts_swe *s, const run_
     h.gauge_rows = log->n;
     h.gauge_width = log->width;
     h.solver_bytes = bytes;
-    fwrite(&h, sizeof h, 1, f);
-    if (log->n)
-      fwrite(log->rows, sizeof(double), log->n * log->width, f);
-    fwrite(blob, 1, bytes, f);
-    st = ts_commit_temp(f, tmp, path); /* reports a failed write */
+    memcpy(file, &h, sizeof h);
+    if (rows)
+      memcpy(file + sizeof h, log->rows, rows);
   }
-  free(blob);
-  return ts_comm_agree(k->comm, st);
+  st = ts_comm_agree(k->comm, st);
+  if (st != TS_OK) {
+    free(file);
+    return st;
+  }
+  snprintf(names[*written], 64, "%s", name);
+  snprintf(w->checkpoint_path, sizeof w->checkpoint_path, "%s/%s", k->out_dir, name);
+  w->checkpoint = file;
+  w->checkpoint_bytes = total;
+  w->pending = 1;
+  w->written = written;
+  if (k->root)
+    ts_job_start(&w->job, checkpoint_job, w);
+  return TS_OK;
 }
 
 /* Reads a checkpoint into the solver, the loop state and the gauge log (all bad input on error:
@@ -2041,7 +2075,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   out.run_nc = run_nc;
   run_totals tot = {.dt_min = INFINITY, .dt_max = 0};
   ts_swe_run run;
-  int nsnaps = 0, nckpt = 0;
+  int nsnaps = 0, nckpt = 0, ckpt_started = 0;
   int tty = isatty(fileno(opt->progress));
   double start = wall_now(), last_print = start, t_start = ts_swe_time(s), dt = 0;
   int64_t active = ts_swe_active_cells(s);
@@ -2084,17 +2118,15 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     while (st == TS_OK && rs->next_output < k->nout && t >= k->out_times[rs->next_output])
       st = output_start(&out, s, k->out_times[rs->next_output++], snaps, &nsnaps);
     if (st == TS_OK && k->checkpoint_interval > 0 && t >= rs->next_checkpoint && t < k->t_end) {
-      st = output_wait(&out, &nsnaps); /* (the checkpoint counts the output times as written) */
       double tag = rs->next_checkpoint;
       while (rs->next_checkpoint <= t)
         rs->next_checkpoint += k->checkpoint_interval;
-      if (nckpt < max_ckpt) {
-        char text[32];
+      if (ckpt_started < max_ckpt) {
+        char text[32], name[64];
         time_tag(tag, text, sizeof text);
-        snprintf(checkpoints[nckpt], 64, "checkpoint_%s.tsc", text);
-        if (st == TS_OK)
-          st = write_checkpoint(k, s, rs, log, checkpoints[nckpt]);
-        nckpt += st == TS_OK;
+        snprintf(name, sizeof name, "checkpoint_%s.tsc", text);
+        ckpt_started++;
+        st = checkpoint_start(&out, s, rs, log, name, checkpoints, &nckpt);
       }
     }
     double now = wall_now();
@@ -2105,7 +2137,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
     }
   }
   double waiting = wall_now();
-  ts_status written = output_wait(&out, &nsnaps);
+  ts_status written = output_wait(&out);
   if (st == TS_OK)
     st = written;
   tot.output += wall_now() - waiting;
@@ -2117,9 +2149,9 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
       fputc('\n', opt->progress);
   }
   if (st == TS_OK && stopped) {
-    snprintf(checkpoints[nckpt], 64, "checkpoint_stop.tsc");
-    st = write_checkpoint(k, s, rs, log, checkpoints[nckpt]);
-    nckpt += st == TS_OK;
+    st = checkpoint_start(&out, s, rs, log, "checkpoint_stop.tsc", checkpoints, &nckpt);
+    if (st == TS_OK)
+      st = output_wait(&out);
   }
   map_files maps[NMAPS];
   memset(maps, 0, sizeof maps);
