@@ -1449,6 +1449,14 @@ static ts_status output_wait(output_writer *w) {
   return TS_OK;
 }
 
+/* Rank 0's job `run` begins writing what was gathered; *written counts it once written. */
+static void output_begin(output_writer *w, ts_status (*run)(void *), int *written) {
+  w->pending = 1;
+  w->written = written;
+  if (w->k->root)
+    ts_job_start(&w->job, run, w);
+}
+
 /* The output time t: waits for the one before, gathers this one's fields (collective) and starts
  * its writing on rank 0. snaps[*written] gets its file names, filled in as they are written. */
 static ts_status output_start(output_writer *w, const ts_swe *s, double t, snapshot_files *snaps,
@@ -1459,10 +1467,7 @@ static ts_status output_start(output_writer *w, const ts_swe *s, double t, snaps
   TS_CALL(gather_snapshot(k, s, t, w->work, w->with_maps ? w->maps : NULL, files));
   w->files = files;
   w->t = t;
-  w->pending = 1;
-  w->written = written;
-  if (k->root)
-    ts_job_start(&w->job, output_job, w);
+  output_begin(w, output_job, written);
   return TS_OK;
 }
 
@@ -1590,10 +1595,7 @@ static ts_status checkpoint_start(output_writer *w, const ts_swe *s, const run_s
   snprintf(w->checkpoint_path, sizeof w->checkpoint_path, "%s/%s", k->out_dir, name);
   w->checkpoint = file;
   w->checkpoint_bytes = total;
-  w->pending = 1;
-  w->written = written;
-  if (k->root)
-    ts_job_start(&w->job, checkpoint_job, w);
+  output_begin(w, checkpoint_job, written);
   return TS_OK;
 }
 
