@@ -358,20 +358,54 @@ static inline int tile_cells(const swe_part *s, int k, swe_region r, int *i0, in
   return *i0 < *i1 && *j0 < *j1;
 }
 
+/* The active tiles in runs along x, the work items of the passes: consecutive tiles of a row of
+ * tiles, up to RUN cells a run (a row's sweep along x then reconstructs RUN + 2 cells in vector
+ * spans instead of tile + 2, most of them twice, per tile; the other passes loop over longer
+ * rows), as (first entry of tile_list, tiles) into tile_runs; returns the number of runs. A
+ * cell's or face's values depend on the cells around it only, so the runs change no value. */
+static int tile_runs(swe_part *s) {
+  int most = RUN / s->p->tile_size > 1 ? RUN / s->p->tile_size : 1, n = 0;
+  for (int t = 0; t < s->ntile_list; t++) {
+    int k = s->tile_list[t];
+    if (n > 0) {
+      int *last = &s->tile_runs[2 * (n - 1)], first = s->tile_list[last[0]];
+      if (k == first + last[1] && k / s->tiles_x == first / s->tiles_x && last[1] < most) {
+        last[1]++;
+        continue;
+      }
+    }
+    s->tile_runs[2 * n] = t, s->tile_runs[2 * n + 1] = 1;
+    n++;
+  }
+  return n;
+}
+
+/* Cells of run q of tile_runs within region r: [i0, i1) x [j0, j1); 0 when there are none. */
+static int run_cells(const swe_part *s, int q, swe_region r, int *i0, int *i1, int *j0, int *j1) {
+  int first = s->tile_runs[2 * q], any = 0, a0, a1, b0, b1;
+  for (int t = first; t < first + s->tile_runs[2 * q + 1]; t++)
+    if (tile_cells(s, s->tile_list[t], r, &a0, &a1, &b0, &b1)) { /* (one row of tiles) */
+      *i0 = any ? *i0 : a0, *i1 = a1, *j0 = b0, *j1 = b1;
+      any = 1;
+    }
+  return any;
+}
+
 /* Fluxes on every face of the cells of r in active tiles and bed sources of those cells; adds
  * the largest wave speeds along x and y over the faces of owned cells to amax. Skipped tiles
  * are dry with dry surroundings: their fluxes are zero. */
 static void kernels_fluxes(swe_part *s, swe_region r, double amax[2]) {
   ts_real ax = 0, ay = 0;
   swe_consts k = swe_part_consts(s);
+  int nruns = tile_runs(s);
 #pragma omp parallel reduction(max : ax, ay) num_threads(s->threads)
   {
     flux_scratch x; /* 14 kB in double */
     memset(x.zero, 0, sizeof x.zero);
-#pragma omp for schedule(dynamic, 4)
-    for (int t = 0; t < s->ntile_list; t++) {
+#pragma omp for schedule(dynamic, 1)
+    for (int q = 0; q < nruns; q++) {
       int i0, i1, j0, j1;
-      if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
+      if (!run_cells(s, q, r, &i0, &i1, &j0, &j1))
         continue;
       for (int a = i0; a < i1; a += RUN)
         fluxes_block(s, &k, a, a + RUN < i1 ? a + RUN : i1, j0, j1, &x, &ax, &ay);
@@ -401,10 +435,11 @@ static void kernels_impose_inflow(swe_part *s, double t) {
 static void kernels_drain(swe_part *s, swe_region r, double dt) {
   swe_arrays a = swe_part_arrays(s);
   swe_consts k = swe_part_consts(s);
-#pragma omp parallel for schedule(dynamic, 4) num_threads(s->threads)
-  for (int t = 0; t < s->ntile_list; t++) {
+  int nruns = tile_runs(s);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(s->threads)
+  for (int q = 0; q < nruns; q++) {
     int i0, i1, j0, j1;
-    if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
+    if (!run_cells(s, q, r, &i0, &i1, &j0, &j1))
       continue;
     for (int j = j0; j < j1; j++) {
       int64_t c0 = swe_index(s, i0, j);
@@ -420,14 +455,23 @@ static void kernels_drain(swe_part *s, swe_region r, double dt) {
 static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
   swe_arrays a = swe_part_arrays(s);
   swe_consts k = swe_part_consts(s);
-  int bad = 0;
-#pragma omp parallel for schedule(dynamic, 4) reduction(| : bad) num_threads(s->threads)
-  for (int t = 0; t < s->ntile_list; t++) {
+  int bad = 0, nruns = tile_runs(s), ts = s->p->tile_size;
+#pragma omp parallel for schedule(dynamic, 1) reduction(| : bad) num_threads(s->threads)
+  for (int q = 0; q < nruns; q++) {
     int i0, i1, j0, j1;
-    if (!tile_cells(s, s->tile_list[t], r, &i0, &i1, &j0, &j1))
+    if (!run_cells(s, q, r, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++)
-      bad |= swe_update_row(a, k, swe_index(s, i0, j), i1 - i0, (ts_real)dt, stage);
+    for (int j = j0; j < j1; j++) {
+      /* a row with inactive cells a tile at a time: the tiles whose cells are all active are
+       * still updated in vectors */
+      int64_t c0 = swe_index(s, i0, j), all = 1;
+      for (int i = 0; i < i1 - i0; i++)
+        all &= s->active[c0 + i];
+      for (int i = i0, next; i < i1; i = next) {
+        next = all || (i / ts + 1) * ts >= i1 ? i1 : (i / ts + 1) * ts;
+        bad |= swe_update_row(a, k, swe_index(s, i, j), next - i, (ts_real)dt, stage);
+      }
+    }
   }
   return bad;
 }
@@ -552,10 +596,11 @@ static void kernels_maxima(swe_part *s, double dt) {
                 dt,
                 (ts_real)s->p->dry_depth,
                 swe_part_consts(s).kappa};
-#pragma omp parallel for schedule(dynamic, 4) num_threads(s->threads)
-  for (int t = 0; t < s->ntile_list; t++) {
+  int nruns = tile_runs(s);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(s->threads)
+  for (int q = 0; q < nruns; q++) {
     int i0, i1, j0, j1;
-    if (!tile_cells(s, s->tile_list[t], s->own, &i0, &i1, &j0, &j1))
+    if (!run_cells(s, q, s->own, &i0, &i1, &j0, &j1))
       continue;
     for (int j = j0; j < j1; j++)
       for (int i = i0; i < i1; i++) {

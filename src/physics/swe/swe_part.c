@@ -140,7 +140,8 @@ ts_status swe_part_create(swe_part **out, const ts_swe *s, int sub, int device,
   part->tiles_y = (part->ny + s->p.tile_size - 1) / s->p.tile_size;
   part->tile_wet = calloc((size_t)part->tiles_x * part->tiles_y, 1);
   part->tile_list = malloc(sizeof(int) * (size_t)part->tiles_x * part->tiles_y);
-  failed |= !part->tile_wet || !part->tile_list;
+  part->tile_runs = malloc(2 * sizeof(int) * (size_t)part->tiles_x * part->tiles_y);
+  failed |= !part->tile_wet || !part->tile_list || !part->tile_runs;
   part->tiles_stale = 1;
   if (failed) {
     swe_part_destroy(part);
@@ -199,15 +200,16 @@ void swe_part_destroy(swe_part *part) {
     return;
   if (part->gpu && part->k->release)
     part->k->release(part);
-  void *arrays[] = {
-      part->w,         part->hu,           part->hv,       part->w_carry,  part->w0,
-      part->hu0,       part->hv0,          part->u,        part->v,        part->char_speed,
-      part->speed_cap, part->corner,       part->bed,      part->friction, part->fx[0],
-      part->fx[1],     part->fx[2],        part->fy[0],    part->fy[1],    part->fy[2],
-      part->src_x,     part->src_y,        part->drain,    part->active,   part->max_h,
-      part->max_speed, part->arrival,      part->max_eta,  part->tile_wet, part->tile_list,
-      part->duration,  part->max_hazard,   part->loss,     part->inflow,   part->outflow,
-      part->rain,      part->loss_initial, part->loss_rate};
+  void *arrays[] = {part->w,          part->hu,           part->hv,        part->w_carry,
+                    part->w0,         part->hu0,          part->hv0,       part->u,
+                    part->v,          part->char_speed,   part->speed_cap, part->corner,
+                    part->bed,        part->friction,     part->fx[0],     part->fx[1],
+                    part->fx[2],      part->fy[0],        part->fy[1],     part->fy[2],
+                    part->src_x,      part->src_y,        part->drain,     part->active,
+                    part->max_h,      part->max_speed,    part->arrival,   part->max_eta,
+                    part->tile_wet,   part->tile_list,    part->tile_runs, part->duration,
+                    part->max_hazard, part->loss,         part->inflow,    part->outflow,
+                    part->rain,       part->loss_initial, part->loss_rate};
   for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
     free(arrays[k]);
   free(part);
