@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A stop that saves (physics/stop.h), on the four-sides case (snapshots at 10, 300 and 600 s, a
 # gauge every second, maxima). MODE:
-#   swe     SIGTERM half a second after the 10 s snapshot exists (a step between output times):
+#   swe     SIGTERM a tenth of a second after the 10 s snapshot exists (a step between output
+#           times; the case runs from 10 to 300 s in about half a second on one thread):
 #           exit code 3, summary.json status "stopped" and
 #           checkpoint_latest checkpoint_stop.tsc; a restart from it into the stopped run's
 #           directory leaves there every file of the uninterrupted run, byte for byte (swe.nc:
@@ -115,7 +116,7 @@ swe)
   timeout 600 "$tessera" run "$case" "${common[@]}" --out "$work/ref" || check ref 1 "the reference run failed"
   "$tessera" run "$case" "${common[@]}" --out "$work/stop" 2>"$work/stop.log" &
   pid=$!
-  wait_for "$work/stop/h_t000010.asc" $pid && sleep 0.5 && kill -TERM $pid
+  wait_for "$work/stop/h_t000010.asc" $pid && sleep 0.1 && kill -TERM $pid
   wait $pid
   stopped "stop" $? "$work/stop"
   timeout 600 "$tessera" run "$case" "${common[@]}" --out "$work/stop" \
@@ -128,7 +129,7 @@ mpi)
   # shellcheck disable=SC2016
   mpirun --oversubscribe -np 2 sh -c 'echo $$ >"$0/pid.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$work" "$tessera" run "$case" "${common[@]}" --out "$work/stop" >"$work/stop.log" 2>&1 &
   pid=$!
-  wait_for "$work/stop/h_t000010.asc" $pid && sleep 0.5 && kill -TERM "$(cat "$work/pid.1")"
+  wait_for "$work/stop/h_t000010.asc" $pid && sleep 0.1 && kill -TERM "$(cat "$work/pid.1")"
   wait $pid
   stopped "rank 1 alone signalled" $? "$work/stop"
   timeout 600 mpirun --oversubscribe -np 2 "$tessera" run "$case" "${common[@]}" \
@@ -137,7 +138,7 @@ mpi)
   same "restart on 2 ranks" "$work/ref" "$work/stop"
   mpirun --oversubscribe -np 2 "$tessera" run "$case" "${common[@]}" --out "$work/usr1" >"$work/usr1.log" 2>&1 &
   pid=$!
-  wait_for "$work/usr1/h_t000010.asc" $pid && sleep 0.5 && kill -USR1 $pid
+  wait_for "$work/usr1/h_t000010.asc" $pid && sleep 0.1 && kill -USR1 $pid
   wait $pid
   stopped "SIGUSR1 to mpirun" $? "$work/usr1"
   mkdir -p "$work/fail/h_t000300.asc"

@@ -581,7 +581,7 @@ static int update_leaf_rows(const swe_buq_view *v, int k, ts_real dt, int stage)
   swe_consts kc = buq_consts(v, v->blocks[k].level);
   int bad = 0;
   for (int j = 0; j < v->M; j++)
-    bad |= swe_update_row(a, kc, buq_local(v, 0, j), v->M, dt, stage);
+    bad |= swe_update_row(&a, &kc, buq_local(v, 0, j), v->M, dt, stage);
   return bad;
 }
 

@@ -469,7 +469,7 @@ static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
         all &= s->active[c0 + i];
       for (int i = i0, next; i < i1; i = next) {
         next = all || (i / ts + 1) * ts >= i1 ? i1 : (i / ts + 1) * ts;
-        bad |= swe_update_row(a, k, swe_index(s, i, j), next - i, (ts_real)dt, stage);
+        bad |= swe_update_row(&a, &k, swe_index(s, i, j), next - i, (ts_real)dt, stage);
       }
     }
   }

@@ -350,10 +350,11 @@ TS_HD_INLINE static inline int swe_update_cell(const swe_arrays *a, const swe_ar
  * a quadtree leaf's). A row of active cells is one loop the compiler vectorises, with the
  * stage, the order and friction per cell as constants (swe_update_row gives them as literals),
  * so that no select is left on a flag. */
-__attribute__((always_inline)) static inline int swe_update_row_as(swe_arrays a, swe_consts k,
-                                                                   swe_idx c0, int n, ts_real dt,
-                                                                   const int stage, const int order,
-                                                                   const int cell_friction) {
+__attribute__((always_inline)) static inline int
+swe_update_row_as(const swe_arrays *arrays, const swe_consts *consts, swe_idx c0, int n, ts_real dt,
+                  const int stage, const int order, const int cell_friction) {
+  swe_arrays a = *arrays;
+  swe_consts k = *consts;
   const unsigned char *active = a.active;
   int all = 1, bad = 0;
   k.rk_order = order;
@@ -380,15 +381,15 @@ __attribute__((always_inline)) static inline int swe_update_row_as(swe_arrays a,
 
 /* swe_update_row_as with the stage, order and friction of the arrays as literals. Returns
  * nonzero if a non-finite value appeared. */
-static inline int swe_update_row(swe_arrays a, swe_consts k, swe_idx c0, int n, ts_real dt,
-                                 int stage) {
-  if (a.friction)
-    return k.rk_order == 1 ? swe_update_row_as(a, k, c0, n, dt, 0, 1, 1)
-           : stage == 0    ? swe_update_row_as(a, k, c0, n, dt, 0, 2, 1)
-                           : swe_update_row_as(a, k, c0, n, dt, 1, 2, 1);
-  return k.rk_order == 1 ? swe_update_row_as(a, k, c0, n, dt, 0, 1, 0)
-         : stage == 0    ? swe_update_row_as(a, k, c0, n, dt, 0, 2, 0)
-                         : swe_update_row_as(a, k, c0, n, dt, 1, 2, 0);
+static inline int swe_update_row(const swe_arrays *a, const swe_consts *k, swe_idx c0, int n,
+                                 ts_real dt, int stage) {
+  if (a->friction)
+    return k->rk_order == 1 ? swe_update_row_as(a, k, c0, n, dt, 0, 1, 1)
+           : stage == 0     ? swe_update_row_as(a, k, c0, n, dt, 0, 2, 1)
+                            : swe_update_row_as(a, k, c0, n, dt, 1, 2, 1);
+  return k->rk_order == 1 ? swe_update_row_as(a, k, c0, n, dt, 0, 1, 0)
+         : stage == 0     ? swe_update_row_as(a, k, c0, n, dt, 0, 2, 0)
+                          : swe_update_row_as(a, k, c0, n, dt, 1, 2, 0);
 }
 #endif
 
