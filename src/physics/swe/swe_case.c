@@ -905,12 +905,12 @@ static ts_status write_grid(const swe_case *k, const char *name, const double *v
   r.v = (double *)values;
   char path[4096];
   if (asc) {
-    snprintf(asc, 64, "%s.asc", name);
+    snprintf(asc, 64, "%.59s.asc", name);
     snprintf(path, sizeof path, "%s/%s", k->out_dir, asc);
     TS_CALL(ts_asc_write(path, &r, k->params.precision == TS_DOUBLE ? 17 : 9));
   }
   if (tif) {
-    snprintf(tif, 64, "%s.tif", name);
+    snprintf(tif, 64, "%.59s.tif", name);
     snprintf(path, sizeof path, "%s/%s", k->out_dir, tif);
     TS_CALL(ts_geotiff_write(path, &r));
   }
@@ -937,6 +937,38 @@ static const map_output map_outputs[] = {
      "largest flood hazard rating h (v + 0.5)", "m2 s-1"},
 };
 enum { NMAPS = sizeof map_outputs / sizeof map_outputs[0] };
+
+/* An ASCII grid written by a job of its own, beside the other grids of an output time or of the
+ * end (GDAL's GeoTIFF writer stays on the calling thread). */
+typedef struct asc_job {
+  const swe_case *k;
+  char name[48];
+  const double *values;
+  char *file; /* [64]: its name once written */
+  ts_job job;
+} asc_job;
+
+static ts_status write_asc_job(void *x) {
+  asc_job *j = x;
+  return write_grid(j->k, j->name, j->values, j->file, NULL);
+}
+
+/* Starts the ASCII grids of n named fields (none without the asc format). */
+static void start_asc_jobs(const swe_case *k, int n, asc_job *jobs, const char *const *names,
+                           const double *const *values, char *const *files) {
+  for (int q = 0; q < n && k->formats[FMT_ASC]; q++) {
+    jobs[q] = (asc_job){.k = k, .values = values[q], .file = files[q]};
+    snprintf(jobs[q].name, sizeof jobs[q].name, "%s", names[q]);
+    ts_job_start(&jobs[q].job, write_asc_job, &jobs[q]);
+  }
+}
+
+/* Waits for the jobs of start_asc_jobs; the first failure (st's first). */
+static ts_status finish_asc_jobs(const swe_case *k, int n, asc_job *jobs, ts_status st) {
+  for (int q = 0; q < n && k->formats[FMT_ASC]; q++)
+    st = ts_job_finish(&jobs[q].job, st);
+  return st;
+}
 
 typedef struct snapshot_files {
   double time;
@@ -1142,7 +1174,7 @@ static ts_status gather_snapshot(const swe_case *k, const ts_swe *s, double t, d
  * GeoTIFF grids (which take NaN as NODATA): each reads the fields and writes its own files. */
 static ts_status write_snapshot(const swe_case *k, double t, double **work, double **maps,
                                 snapshot_files *files, ts_netcdf_series *run_nc) {
-  char tag[32], name[40];
+  char tag[32];
   time_tag(t, tag, sizeof tag);
   snapshot_job job = {k, t, tag, work, maps, files, run_nc};
   ts_job jobs[3];
@@ -1151,17 +1183,19 @@ static ts_status write_snapshot(const swe_case *k, double t, double **work, doub
   for (int q = 0; q < 3; q++)
     if (started[q])
       ts_job_start(&jobs[q], writers[q], &job);
-  ts_status st = write_lines(k, tag, work, files);
-  if (st == TS_OK && (k->formats[FMT_ASC] || k->formats[FMT_GEOTIFF])) {
-    char *asc[4] = {files->h, files->hu, files->hv, files->eta};
-    char *tif[4] = {files->h_tif, files->hu_tif, files->hv_tif, files->eta_tif};
-    const char *names[4] = {"h", "hu", "hv", "eta"};
-    for (int v = 0; v < 4 && st == TS_OK; v++) {
-      snprintf(name, sizeof name, "%s_%s", names[v], tag);
-      st = write_grid(k, name, work[v], k->formats[FMT_ASC] ? asc[v] : NULL,
-                      k->formats[FMT_GEOTIFF] ? tif[v] : NULL);
-    }
+  char names[4][40], *asc[4] = {files->h, files->hu, files->hv, files->eta};
+  char *tif[4] = {files->h_tif, files->hu_tif, files->hv_tif, files->eta_tif};
+  const char *fields[4] = {"h", "hu", "hv", "eta"}, *grid_names[4];
+  for (int v = 0; v < 4; v++) {
+    snprintf(names[v], sizeof names[v], "%s_%s", fields[v], tag);
+    grid_names[v] = names[v];
   }
+  asc_job grids[4];
+  start_asc_jobs(k, 4, grids, grid_names, (const double *const *)work, asc);
+  ts_status st = write_lines(k, tag, work, files);
+  for (int v = 0; v < 4 && st == TS_OK && k->formats[FMT_GEOTIFF]; v++)
+    st = write_grid(k, names[v], work[v], NULL, tif[v]);
+  st = finish_asc_jobs(k, 4, grids, st);
   for (int q = 0; q < 3; q++) /* every job finished; the first failure is the one reported */
     if (started[q])
       st = ts_job_finish(&jobs[q], st);
@@ -1483,20 +1517,22 @@ typedef struct map_files {
   char asc[64], tif[64]; /* "" when not written */
 } map_files;
 
-/* A map into the run's NetCDF file (a job beside the map's grids). */
-typedef struct map_job {
+/* The maps into the run's NetCDF file (a job beside the maps' grids). */
+typedef struct maps_job {
   ts_netcdf_series *run_nc;
-  int map;
-  const double *values;
-} map_job;
+  double **maps;
+} maps_job;
 
-static ts_status put_map(void *x) {
-  const map_job *j = x;
-  return ts_netcdf_series_put_map(j->run_nc, j->map, j->values);
+static ts_status put_maps(void *x) {
+  const maps_job *j = x;
+  for (int m = 0; m < NMAPS; m++)
+    TS_CALL(ts_netcdf_series_put_map(j->run_nc, 1 + m, j->maps[m]));
+  return TS_OK;
 }
 
 /* The maps at the end (gathered into maps[m]), also into swe.nc (rank 0's run_nc, when not
- * NULL). */
+ * NULL): the ASCII grids and the NetCDF variables by jobs of their own, the GeoTIFF files on
+ * this thread. */
 static ts_status write_maxima(const swe_case *k, const ts_swe *s, double **maps, map_files *files,
                               ts_netcdf_series *run_nc) {
   ts_swe_var vars[NMAPS];
@@ -1504,13 +1540,20 @@ static ts_status write_maxima(const swe_case *k, const ts_swe *s, double **maps,
     vars[m] = map_outputs[m].var;
   TS_CALL(ts_comm_agree(k->comm, ts_swe_get_many(s, NMAPS, vars, maps)));
   ts_status st = TS_OK;
-  for (int m = 0; m < NMAPS && k->root && st == TS_OK; m++) {
-    map_job put = {run_nc, 1 + m, maps[m]};
+  if (k->root) {
+    const char *names[NMAPS];
+    char *asc[NMAPS];
+    for (int m = 0; m < NMAPS; m++)
+      names[m] = map_outputs[m].name, asc[m] = files[m].asc;
+    maps_job put = {run_nc, maps};
     ts_job job;
     if (run_nc)
-      ts_job_start(&job, put_map, &put);
-    st = write_grid(k, map_outputs[m].name, maps[m], files[m].asc, /* NaN as NODATA */
-                    k->formats[FMT_GEOTIFF] ? files[m].tif : NULL);
+      ts_job_start(&job, put_maps, &put);
+    asc_job grids[NMAPS]; /* (NaN as NODATA) */
+    start_asc_jobs(k, NMAPS, grids, names, (const double *const *)maps, asc);
+    for (int m = 0; m < NMAPS && st == TS_OK && k->formats[FMT_GEOTIFF]; m++)
+      st = write_grid(k, names[m], maps[m], NULL, files[m].tif);
+    st = finish_asc_jobs(k, NMAPS, grids, st);
     if (run_nc)
       st = ts_job_finish(&job, st);
   }
