@@ -90,7 +90,8 @@ typedef struct swe_part {
   unsigned char *tile_wet;
   int *tile_list; /* indices of the active tiles, the work list of every pass */
   int ntile_list;
-  int *tile_runs;  /* CPU flux pass: runs of tile_list along x (first entry, tiles) */
+  int *tile_runs; /* CPU passes: runs of tile_list along x (first entry, tiles), by tile_mask */
+  int ntile_runs;
   int tiles_stale; /* cells changed outside the passes: the next CPU mask reads every tile */
 
   double compute_s;    /* seconds in the kernels (GPU parts: see swe_part_compute_seconds) */

@@ -361,9 +361,10 @@ static inline int tile_cells(const swe_part *s, int k, swe_region r, int *i0, in
 /* The active tiles in runs along x, the work items of the passes: consecutive tiles of a row of
  * tiles, up to RUN cells a run (a row's sweep along x then reconstructs RUN + 2 cells in vector
  * spans instead of tile + 2, most of them twice, per tile; the other passes loop over longer
- * rows), as (first entry of tile_list, tiles) into tile_runs; returns the number of runs. A
- * cell's or face's values depend on the cells around it only, so the runs change no value. */
-static int tile_runs(swe_part *s) {
+ * rows), as (first entry of tile_list, tiles) into tile_runs (made with the list, by the tile
+ * mask). A cell's or face's values depend on the cells around it only, so the runs change no
+ * value. */
+static void tile_runs(swe_part *s) {
   int most = RUN / s->p->tile_size > 1 ? RUN / s->p->tile_size : 1, n = 0;
   for (int t = 0; t < s->ntile_list; t++) {
     int k = s->tile_list[t];
@@ -377,7 +378,7 @@ static int tile_runs(swe_part *s) {
     s->tile_runs[2 * n] = t, s->tile_runs[2 * n + 1] = 1;
     n++;
   }
-  return n;
+  s->ntile_runs = n;
 }
 
 /* Cells of run q of tile_runs within region r: [i0, i1) x [j0, j1); 0 when there are none. */
@@ -397,13 +398,12 @@ static int run_cells(const swe_part *s, int q, swe_region r, int *i0, int *i1, i
 static void kernels_fluxes(swe_part *s, swe_region r, double amax[2]) {
   ts_real ax = 0, ay = 0;
   swe_consts k = swe_part_consts(s);
-  int nruns = tile_runs(s);
 #pragma omp parallel reduction(max : ax, ay) num_threads(s->threads)
   {
     flux_scratch x; /* 14 kB in double */
     memset(x.zero, 0, sizeof x.zero);
 #pragma omp for schedule(dynamic, 1)
-    for (int q = 0; q < nruns; q++) {
+    for (int q = 0; q < s->ntile_runs; q++) {
       int i0, i1, j0, j1;
       if (!run_cells(s, q, r, &i0, &i1, &j0, &j1))
         continue;
@@ -435,9 +435,8 @@ static void kernels_impose_inflow(swe_part *s, double t) {
 static void kernels_drain(swe_part *s, swe_region r, double dt) {
   swe_arrays a = swe_part_arrays(s);
   swe_consts k = swe_part_consts(s);
-  int nruns = tile_runs(s);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(s->threads)
-  for (int q = 0; q < nruns; q++) {
+  for (int q = 0; q < s->ntile_runs; q++) {
     int i0, i1, j0, j1;
     if (!run_cells(s, q, r, &i0, &i1, &j0, &j1))
       continue;
@@ -455,16 +454,17 @@ static void kernels_drain(swe_part *s, swe_region r, double dt) {
 static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
   swe_arrays a = swe_part_arrays(s);
   swe_consts k = swe_part_consts(s);
-  int bad = 0, nruns = tile_runs(s), ts = s->p->tile_size;
+  int bad = 0, ts = s->p->tile_size;
 #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad) num_threads(s->threads)
-  for (int q = 0; q < nruns; q++) {
+  for (int q = 0; q < s->ntile_runs; q++) {
     int i0, i1, j0, j1;
     if (!run_cells(s, q, r, &i0, &i1, &j0, &j1))
       continue;
     for (int j = j0; j < j1; j++) {
       /* a row with inactive cells a tile at a time: the tiles whose cells are all active are
        * still updated in vectors */
-      int64_t c0 = swe_index(s, i0, j), all = 1;
+      int64_t c0 = swe_index(s, i0, j);
+      int all = 1;
       for (int i = 0; i < i1 - i0; i++)
         all &= s->active[c0 + i];
       for (int i = i0, next; i < i1; i = next) {
@@ -551,6 +551,7 @@ static void kernels_tile_mask(swe_part *s, swe_region valid) {
     s->ntile_list = ntiles;
     for (int k = 0; k < ntiles; k++)
       s->tile_list[k] = k;
+    tile_runs(s);
     return;
   }
   swe_region all = {0, s->nx, 0, s->ny}, own = s->own;
@@ -579,6 +580,7 @@ static void kernels_tile_mask(swe_part *s, swe_region valid) {
   for (int k = 0; k < ntiles; k++)
     if (swe_tile_on(s->tile_wet, s->tiles_x, s->tiles_y, k % s->tiles_x, k / s->tiles_x, feeds))
       s->tile_list[s->ntile_list++] = k;
+  tile_runs(s);
 }
 
 /* The flood maps (swe_record_cell) of the owned cells of active tiles after a step of dt (cells
@@ -596,9 +598,8 @@ static void kernels_maxima(swe_part *s, double dt) {
                 dt,
                 (ts_real)s->p->dry_depth,
                 swe_part_consts(s).kappa};
-  int nruns = tile_runs(s);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(s->threads)
-  for (int q = 0; q < nruns; q++) {
+  for (int q = 0; q < s->ntile_runs; q++) {
     int i0, i1, j0, j1;
     if (!run_cells(s, q, s->own, &i0, &i1, &j0, &j1))
       continue;
