@@ -1169,9 +1169,9 @@ static ts_status gather_snapshot(const swe_case *k, const ts_swe *s, double t, d
 
 /* Rank 0's files of the snapshot gathered at time t in every format; run_nc (NULL without the
  * netcdf format) gets h, hu, hv and eta appended as its next time step, and the maps so far
- * (maps; NULL: none). The PNG, NetCDF and VTK
- * writers run on threads of their own while this thread writes the lines and the ASCII and
- * GeoTIFF grids (which take NaN as NODATA): each reads the fields and writes its own files. */
+ * (maps; NULL: none). The PNG, NetCDF and VTK writers and each ASCII grid run on threads of
+ * their own while this thread writes the lines and the GeoTIFF grids (the grids take NaN as
+ * NODATA): each reads the fields and writes its own files. */
 static ts_status write_snapshot(const swe_case *k, double t, double **work, double **maps,
                                 snapshot_files *files, ts_netcdf_series *run_nc) {
   char tag[32];
