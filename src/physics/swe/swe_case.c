@@ -1454,10 +1454,9 @@ static ts_status output_job(void *x) {
   return st;
 }
 
-static ts_status output_writer_init(output_writer *w, const swe_case *k, ts_netcdf_series *run_nc) {
+static ts_status output_writer_init(output_writer *w, const swe_case *k) {
   memset(w, 0, sizeof *w);
   w->k = k;
-  w->run_nc = run_nc;
   w->with_maps = k->formats[FMT_NETCDF] && k->maxima;
   size_t ncells = (size_t)k->bed.ncols * k->bed.nrows;
   for (int v = 0; v < 5; v++)
@@ -1955,7 +1954,7 @@ static void write_summary_budget(ts_json *j, double initial, double final, const
 typedef struct run_totals {
   double wall, output, dt_min, dt_max, cells_steps; /* output: of wall, writing outputs */
   double finish; /* after the loop: the maxima, the gauges' files (summary.json's own not in) */
-  double output_background; /* rank 0's writing of output times beside the steps */
+  double output_background; /* rank 0's writing of output times and checkpoints beside the steps */
   int64_t steps_run;
 } run_totals;
 
@@ -2101,7 +2100,7 @@ static ts_status run_case(const swe_case *k, const ts_case_options *opt, ts_swe 
   char(*checkpoints)[64] = calloc((size_t)max_ckpt + 1, 64);
   ts_status st = snaps && checkpoints ? TS_OK : ts_error(TS_ERR_NOMEM, "out of memory");
   output_writer out;
-  ts_status made = output_writer_init(&out, k, NULL);
+  ts_status made = output_writer_init(&out, k);
   if (st == TS_OK)
     st = made;
   if (st == TS_OK && k->has_gauges)
