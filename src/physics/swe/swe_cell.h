@@ -48,11 +48,13 @@ TS_HD static inline ts_real swe_velocity(ts_real q, ts_real h, ts_real kappa) {
    * a SIMD row, the GPU's into branches (a zero dividend skips the division's slow path there) */
   ts_real u = q;
   if (q != 0) {
+    /* one division for both forms (the same bits as q / h, or as sqrt(2) h q / sqrt(..)):
+     * across a SIMD row both forms are computed, and the second division cost every lane */
     ts_real h2 = h * h, k2 = kappa * kappa;
-    if (h >= kappa)
-      u = q / h;
-    else
-      u = SWE_R(1.4142135623730951) * h * q / SWE_SQRT(h2 * h2 + k2 * k2);
+    int deep = h >= kappa;
+    ts_real num = deep ? q : SWE_R(1.4142135623730951) * h * q;
+    ts_real den = deep ? h : SWE_SQRT(h2 * h2 + k2 * k2);
+    u = num / den;
   }
   return u;
 }
