@@ -43,7 +43,7 @@ TS_HD static inline ts_real swe_slope(ts_real qm, ts_real q0, ts_real qp, ts_rea
 
 /* Velocity q/h, desingularised below depth kappa (KP07: sqrt(2) h q / sqrt(h^4 + max(h^4,
  * kappa^4))), which equals q/h exactly wherever h >= kappa, so thin flows keep their speed. */
-TS_HD static inline ts_real swe_velocity(ts_real q, ts_real h, ts_real kappa) {
+TS_HD_INLINE static inline ts_real swe_velocity(ts_real q, ts_real h, ts_real kappa) {
   /* conditional assignments, no early return: the CPU's compiler turns them into selects across
    * a SIMD row, the GPU's into branches (a zero dividend skips the division's slow path there) */
   ts_real u = q;
@@ -162,7 +162,7 @@ typedef uint32_t swe_real_bits;
 #define SWE_REAL_MIN 1.17549435e-38f
 #define SWE_REAL_MAX 3.40282347e38f
 #endif
-TS_HD static inline ts_real swe_cbrt(ts_real x) {
+TS_HD_INLINE static inline ts_real swe_cbrt(ts_real x) {
   if (!(x >= SWE_REAL_MIN) || x > SWE_REAL_MAX)
     return x >= SWE_REAL_MIN ? x : 0;
   swe_real_bits bits;
@@ -177,8 +177,8 @@ TS_HD static inline ts_real swe_cbrt(ts_real x) {
 
 /* Semi-implicit friction factor 1 / (1 + dt * cf): Manning cf = g n^2 |u| / h^(4/3), Chezy
  * cf = g |u| / (C^2 h). kind: 0 none, 1 Manning, 2 Chezy. */
-TS_HD static inline ts_real swe_friction_factor(int kind, ts_real coeff, ts_real h, ts_real speed,
-                                                ts_real g, ts_real dt) {
+TS_HD_INLINE static inline ts_real swe_friction_factor(int kind, ts_real coeff, ts_real h,
+                                                       ts_real speed, ts_real g, ts_real dt) {
   if (kind == 0 || !(h > 0) || coeff <= 0)
     return SWE_R(1);
   ts_real scale = kind == 1 ? h * swe_cbrt(h) / (coeff * coeff) : coeff * coeff * h;

@@ -455,24 +455,14 @@ static void kernels_drain(swe_part *s, swe_region r, double dt) {
 static int kernels_update(swe_part *s, swe_region r, double dt, int stage) {
   swe_arrays a = swe_part_arrays(s);
   swe_consts k = swe_part_consts(s);
-  int bad = 0, ts = s->p->tile_size;
+  int bad = 0;
 #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad) num_threads(s->threads)
   for (int q = 0; q < s->ntile_runs; q++) {
     int i0, i1, j0, j1;
     if (!run_cells(s, q, r, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++) {
-      /* a row with inactive cells a tile at a time: the tiles whose cells are all active are
-       * still updated in vectors */
-      int64_t c0 = swe_index(s, i0, j);
-      int all = 1;
-      for (int i = 0; i < i1 - i0; i++)
-        all &= s->active[c0 + i];
-      for (int i = i0, next; i < i1; i = next) {
-        next = all || (i / ts + 1) * ts >= i1 ? i1 : (i / ts + 1) * ts;
-        bad |= swe_update_row(&a, &k, swe_index(s, i, j), next - i, (ts_real)dt, stage);
-      }
-    }
+    for (int j = j0; j < j1; j++)
+      bad |= swe_update_row(&a, &k, swe_index(s, i0, j), i1 - i0, (ts_real)dt, stage);
   }
   return bad;
 }

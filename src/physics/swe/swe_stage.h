@@ -71,7 +71,8 @@ static inline swe_consts swe_part_consts(const swe_part *s) {
 
 /* Velocities and characteristic speed |u| + 2 sqrt(g h) of cell c from its state (zero when
  * dry). */
-TS_HD static inline void swe_cell_velocity(const swe_arrays *a, const swe_consts *k, swe_idx c) {
+TS_HD_INLINE static inline void swe_cell_velocity(const swe_arrays *a, const swe_consts *k,
+                                                  swe_idx c) {
   ts_real h = a->w[c] - a->bed[c];
   ts_real u = h > 0 ? swe_velocity(a->hu[c], h, k->kappa) : SWE_R(0);
   ts_real v = h > 0 ? swe_velocity(a->hv[c], h, k->kappa) : SWE_R(0);
@@ -240,13 +241,13 @@ TS_HD static inline void swe_drain_cell(const swe_arrays *a, const swe_consts *k
 }
 
 /* Limiter that applies to a face: that of the cell the water leaves. */
-TS_HD static inline ts_real swe_face_limit(const ts_real *drain, ts_real mass_flux, swe_idx lo,
-                                           swe_idx hi) {
+TS_HD_INLINE static inline ts_real swe_face_limit(const ts_real *drain, ts_real mass_flux,
+                                                  swe_idx lo, swe_idx hi) {
   ts_real from_lo = drain[lo], from_hi = drain[hi]; /* both read: a select, not masked loads */
   return mass_flux > 0 ? from_lo : (mass_flux < 0 ? from_hi : SWE_R(1));
 }
 
-TS_HD static inline int swe_finite(ts_real x) { return x - x == 0; }
+TS_HD_INLINE static inline int swe_finite(ts_real x) { return x - x == 0; }
 
 /* Euler update of active cell c with the fluxes, limiters, speed caps and sources of `f` at
  * index cf (f may be a tile copy with its own layout; on the CPU f is `a` and cf is c). The
@@ -346,10 +347,55 @@ TS_HD_INLINE static inline int swe_update_cell(const swe_arrays *a, const swe_ar
 }
 
 #ifndef __CUDACC__
+/* Cells a chunk of a row with inactive cells (swe_update_row_as): a vector of floats. */
+#define SWE_UPDATE_CHUNK 16
+
+/* The update of the cells c0 .. c0 + n - 1 (n <= SWE_UPDATE_CHUNK) of a row with inactive cells
+ * among them: every cell's in vectors into row buffers (an inactive cell's is computed from the
+ * values its slots hold, and dropped), then the active cells' results stored. The same function
+ * on the same values as a cell at a time: the same bits. */
+__attribute__((always_inline)) static inline int
+swe_update_mixed(const swe_arrays *a, const swe_consts *k, swe_idx c0, int n, ts_real dt,
+                 const int stage, const int cell_friction) {
+  enum { C = SWE_UPDATE_CHUNK };
+  ts_real w[C], hu[C], hv[C], bed[C], w0[C], hu0[C], hv0[C], carry[C], fric[C], u[C], v[C], cs[C];
+  int act[C], bad = 0;
+  int save = stage == 0 && k->rk_order == 2;
+  /* (the whole chunk, loads masked: plain copies of n elements become copies of n * 4 bytes by
+   * `rep movs`, slow at 16 elements) */
+#pragma omp simd
+  for (int i = 0; i < C; i++) {
+    int in = i < n;
+    act[i] = in ? a->active[c0 + i] : 0;
+    bed[i] = in ? a->bed[c0 + i] : SWE_R(0), carry[i] = in ? a->w_carry[c0 + i] : SWE_R(0);
+    w0[i] = in ? a->w0[c0 + i] : SWE_R(0), hu0[i] = in ? a->hu0[c0 + i] : SWE_R(0);
+    hv0[i] = in ? a->hv0[c0 + i] : SWE_R(0);
+    fric[i] = in && cell_friction ? a->friction[c0 + i] : SWE_R(0);
+  }
+  swe_arrays out = *a;
+  out.w = w, out.hu = hu, out.hv = hv, out.bed = bed, out.w_carry = carry;
+  out.w0 = w0, out.hu0 = hu0, out.hv0 = hv0, out.friction = cell_friction ? fric : NULL;
+  out.u = u, out.v = v, out.char_speed = cs;
+#pragma omp simd reduction(| : bad)
+  for (int i = 0; i < n; i++)
+    bad |= act[i] & swe_update_cell(&out, a, k, i, c0 + i, dt, stage);
+#pragma omp simd
+  for (int i = 0; i < n; i++)
+    if (act[i]) {
+      swe_idx c = c0 + i;
+      a->w[c] = w[i], a->hu[c] = hu[i], a->hv[c] = hv[i], a->w_carry[c] = carry[i];
+      a->u[c] = u[i], a->v[c] = v[i], a->char_speed[c] = cs[i];
+      if (save)
+        a->w0[c] = w0[i], a->hu0[c] = hu0[i], a->hv0[c] = hv0[i];
+    }
+  return bad;
+}
+
 /* The update of the active cells c0 .. c0 + n - 1 of a row on the CPU (the uniform grid's rows,
  * a quadtree leaf's). A row of active cells is one loop the compiler vectorises, with the
  * stage, the order and friction per cell as constants (swe_update_row gives them as literals),
- * so that no select is left on a flag. */
+ * so that no select is left on a flag; a row with inactive cells is updated in chunks
+ * (swe_update_mixed), each whole where all its cells are active. */
 __attribute__((always_inline)) static inline int
 swe_update_row_as(const swe_arrays *arrays, const swe_consts *consts, swe_idx c0, int n, ts_real dt,
                   const int stage, const int order, const int cell_friction) {
@@ -373,9 +419,18 @@ swe_update_row_as(const swe_arrays *arrays, const swe_consts *consts, swe_idx c0
       bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
     return bad;
   }
-  for (int i = 0; i < n; i++)
-    if (active[c0 + i])
-      bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
+  for (int at = 0; at < n; at += SWE_UPDATE_CHUNK) {
+    int m = n - at < SWE_UPDATE_CHUNK ? n - at : SWE_UPDATE_CHUNK, some = 0, every = 1;
+    for (int i = at; i < at + m; i++)
+      some |= active[c0 + i], every &= active[c0 + i];
+    if (every) {
+#pragma omp simd reduction(| : bad)
+      for (int i = at; i < at + m; i++)
+        bad |= swe_update_cell(&a, &a, &k, c0 + i, c0 + i, dt, stage);
+    } else if (some) {
+      bad |= swe_update_mixed(&a, &k, c0 + at, m, dt, stage, cell_friction);
+    }
+  }
   return bad;
 }
 
