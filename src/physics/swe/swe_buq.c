@@ -359,18 +359,29 @@ static inline swe_side side_get(const side_row *r, int n) {
   return s;
 }
 
-/* Cell c of a leaf (arrays a) reconstructed along an axis (buq_line_cell's work): its activity,
- * and its sides into lo, hi at n (zero where inactive). */
+/* Cell c of a leaf (arrays a) reconstructed along an axis (buq_line_cell's work), given the
+ * activity of it and its two neighbours (ints: read as bytes in the loop, they kept GCC from
+ * vectorising the x sweep): its sides into lo, hi at n (zero where inactive); returns its
+ * activity. */
 static inline int reconstruct_into(const swe_arrays *a, const swe_consts *kc, swe_idx c,
-                                   swe_idx step, swe_idx cstep, const int x_axis, side_row *lo,
-                                   side_row *hi, int n) {
-  swe_side l = {0, 0, 0, 0, 0}, h = l;
-  int act = a->active[c];
-  if (act)
-    swe_reconstruct_cell(a, kc, c, step, x_axis, swe_face_bed(a, c - step, step, cstep),
-                         swe_face_bed(a, c, step, cstep), &l, &h);
-  side_put(lo, n, l), side_put(hi, n, h);
-  return act;
+                                   swe_idx step, swe_idx cstep, const int x_axis, int act_m,
+                                   int act_c, int act_p, side_row *lo, side_row *hi, int n) {
+  swe_side l, h, zero = {0, 0, 0, 0, 0};
+  const ts_real *restrict w = a->w, *restrict bed = a->bed, *restrict corner = a->corner;
+  const ts_real *restrict qn = x_axis ? a->hu : a->hv, *restrict qt = x_axis ? a->hv : a->hu;
+  const ts_real *restrict un = x_axis ? a->u : a->v, *restrict ut = x_axis ? a->v : a->u;
+  swe_idx m = c - step, p = c + step;
+  int act[3] = {act_m, act_c, act_p};
+  ts_real wv[3] = {w[m], w[c], w[p]}, bv[3] = {bed[m], bed[c], bed[p]};
+  ts_real qnv[3] = {qn[m], qn[c], qn[p]}, qtv[3] = {qt[m], qt[c], qt[p]};
+  ts_real unv[3] = {un[m], un[c], un[p]}, utv[3] = {ut[m], ut[c], ut[p]};
+  /* every cell reconstructed (inactive neighbours as mirrors, swe_reconstruct_cell's way) and
+   * the inactive ones' sides dropped: selects, which GCC vectorises where it left a condition */
+  swe_reconstruct_mirrored(act, wv, bv, qnv, qtv, unv, utv, kc,
+                           swe_corner_mean(corner[c], corner[c + cstep]),
+                           swe_corner_mean(corner[p], corner[p + cstep]), &l, &h);
+  side_put(lo, n, act_c ? l : zero), side_put(hi, n, act_c ? h : zero);
+  return act_c;
 }
 
 /* Face c between a low and a high cell from their sides (buq_line_face's work where both
@@ -432,9 +443,13 @@ static ts_real sweep_rows(const swe_buq_view *v, int k) {
     side_row lo, hi;
     int act[SWE_BUQ_MAX_BLOCK + 2];
     ts_real corr_lo[SWE_BUQ_MAX_BLOCK + 1], corr_hi[SWE_BUQ_MAX_BLOCK + 1];
+    int cell_act[SWE_BUQ_MAX_BLOCK + 4]; /* cells -2 .. M + 1 */
+    for (int n = 0; n < M + 4; n++)
+      cell_act[n] = a.active[c0 - 1 + n];
 #pragma omp simd
     for (int n = 0; n < M + 2; n++)
-      act[n] = reconstruct_into(&a, &kc, c0 + n, 1, v->W, 1, &lo, &hi, n);
+      act[n] = reconstruct_into(&a, &kc, c0 + n, 1, v->W, 1, cell_act[n], cell_act[n + 1],
+                                cell_act[n + 2], &lo, &hi, n);
 #pragma omp simd reduction(max : amax)
     for (int f = west; f <= M - east; f++) { /* face f: between cells f - 1 and f */
       ts_real speed = face_into(&kc, act[f], act[f + 1], side_get(&hi, f), side_get(&lo, f + 1),
@@ -465,11 +480,17 @@ static ts_real sweep_columns(const swe_buq_view *v, int k) {
   int act[SWE_BUQ_MAX_BLOCK + 2][SWE_BUQ_MAX_BLOCK];
   ts_real corr_lo[SWE_BUQ_MAX_BLOCK + 1][SWE_BUQ_MAX_BLOCK];
   ts_real corr_hi[SWE_BUQ_MAX_BLOCK + 1][SWE_BUQ_MAX_BLOCK];
+  int cell_act[SWE_BUQ_MAX_BLOCK + 4][SWE_BUQ_MAX_BLOCK]; /* rows -2 .. M + 1 */
+  for (int n = 0; n < M + 4; n++)
+    for (int i = 0; i < M; i++)
+      cell_act[n][i] = a.active[buq_local(v, i, n - 2)];
   for (int n = -1; n <= M; n++) {
     swe_idx r0 = buq_local(v, 0, n);
 #pragma omp simd
     for (int i = 0; i < M; i++)
-      act[n + 1][i] = reconstruct_into(&a, &kc, r0 + i, v->W, 1, 0, &lo[n + 1], &hi[n + 1], i);
+      act[n + 1][i] =
+          reconstruct_into(&a, &kc, r0 + i, v->W, 1, 0, cell_act[n + 1][i], cell_act[n + 2][i],
+                           cell_act[n + 3][i], &lo[n + 1], &hi[n + 1], i);
   }
   for (int f = south; f <= M - north; f++) { /* faces f: between rows f - 1 and f */
     swe_idx r0 = buq_local(v, 0, f);
