@@ -106,14 +106,15 @@ typedef struct engine {
   int *slot;      /* per leaf of the grid: its place among its owner's leaves */
   int *part_rank; /* per part: the rank running it (this rank's consecutive) */
   const ts_comm *comm;
-  int rank, mine[2];     /* this rank, and its parts mine[0] .. mine[1] - 1 */
-  int *devices;          /* per part of this rank: its CUDA device, -1: the CPU */
-  ts_halo_plan *plan;    /* the copies' cells from their owners (NULL: nothing to move) */
-  ts_halo_field *fields; /* per part: w, hu, hv where its passes run (host or device) */
-  double t;              /* time of the state (for the maps) */
-  double dx0;            /* the finest cell size (m) */
-  int sources;           /* rain or losses (swe_has_sources) */
-  int friction;          /* a friction coefficient per cell */
+  int rank, mine[2];         /* this rank, and its parts mine[0] .. mine[1] - 1 */
+  int *devices;              /* per part of this rank: its CUDA device, -1: the CPU */
+  ts_halo_plan *plan;        /* the copies' cells from their owners (NULL: nothing to move) */
+  ts_halo_field *fields;     /* per part: w, hu, hv where its passes run (host or device) */
+  ts_halo_field *fields_mid; /* ... the arrays of the first stage's state (stage_apart) */
+  double t;                  /* time of the state (for the maps) */
+  double dx0;                /* the finest cell size (m) */
+  int sources;               /* rain or losses (swe_has_sources) */
+  int friction;              /* a friction coefficient per cell */
   /* the balance (one process): off, static (one look) or dynamic; steps between looks, steps
    * and seconds since the last, what the moves did, the imbalance at the first and last look */
   ts_balance_mode balance;
@@ -622,7 +623,7 @@ static void cpu_update(void *x, double dt, int stage, double t_after) {
     for (int j = 0; j < M; j++)
       for (int i = 0; i < M; i++)
         if (e->v.active[cell_at(e, k, i, j)])
-          bad |= buq_update_cell(&e->v, k, i, j, (ts_real)dt, stage);
+          bad |= buq_update_cell(&e->v, &e->v, k, i, j, (ts_real)dt, stage);
   }
   e->bad |= bad;
 }
@@ -691,9 +692,9 @@ static void to_host(const engine *e) {
     part_to_host(&e->parts[i]);
 }
 
-/* The copies' cells from their owners (collective): on the devices, the parts' queued work
- * finished first. */
-static ts_status exchange(engine *e) {
+/* The copies' cells from their owners before stage `stage` (collective): on the devices, the
+ * parts' queued work finished first. */
+static ts_status exchange(engine *e, int stage) {
   if (!e->plan)
     return TS_OK;
   int device = 0;
@@ -702,8 +703,9 @@ static ts_status exchange(engine *e) {
       e->parts[i].ops->finish(e->parts[i].x);
       device = 1;
     }
-  TS_CALL(ts_halo_start(e->plan, e->fields, e->fields));
-  TS_CALL(ts_halo_finish(e->plan, e->fields));
+  ts_halo_field *fields = stage == 1 ? e->fields_mid : e->fields;
+  TS_CALL(ts_halo_start(e->plan, fields, fields));
+  TS_CALL(ts_halo_finish(e->plan, fields));
 #if TESSERA_HAVE_CUDA
   if (device)
     ts_gpu_halo_wait();
@@ -752,7 +754,7 @@ static ts_status engine_step(void *ev, double t, double target, double step_max,
   int stages = e->p.rk_order == 1 ? 1 : 2;
   double dt = 0;
   for (int stage = 0; stage < stages; stage++) {
-    TS_CALL(exchange(e));
+    TS_CALL(exchange(e, stage));
     double amax[TS_BUQ_MAX_LEVELS][2] = {{0}};
     for (int i = e->mine[0]; i < e->mine[1]; i++) {
       part *pt = &e->parts[i];
@@ -828,16 +830,17 @@ static int runs_on_device(const engine *e) {
 }
 
 #if TESSERA_HAVE_CUDA
-/* The exchange queued on the devices (recording a graph): the copies wait for every part's
- * passes, and every part for the copies to every device: those to its own write its copies,
- * those to the others read its cells, which its next passes overwrite. */
-static ts_status queue_exchange(engine *e) {
+/* The exchange before stage `stage` queued on the devices (recording a graph): the copies wait
+ * for every part's passes, and every part for the copies to every device: those to its own
+ * write its copies, those to the others read its cells, which its next passes overwrite. */
+static ts_status queue_exchange(engine *e, int stage) {
   int n = e->nparts;
   for (int i = 0; i < n; i++)
     for (int q = 0; q < n; q++)
       e->parts[q].ops->stream_after(e->parts[q].x, ts_gpu_halo_stream(e->devices[i]));
-  TS_CALL(ts_halo_start(e->plan, e->fields, e->fields));
-  TS_CALL(ts_halo_finish(e->plan, e->fields));
+  ts_halo_field *fields = stage == 1 ? e->fields_mid : e->fields;
+  TS_CALL(ts_halo_start(e->plan, fields, fields));
+  TS_CALL(ts_halo_finish(e->plan, fields));
   for (int i = 0; i < n; i++)
     ts_gpu_after_halos(e->parts[i].ops->stream(e->parts[i].x), e->devices, n);
   return TS_OK;
@@ -879,7 +882,7 @@ static ts_status record_parts(engine *e) {
       ops->update(x[i], 0, stage, 0);
     }
     if (stage + 1 < stages)
-      st = queue_exchange(e);
+      st = queue_exchange(e, stage + 1);
   }
   for (int i = 0; i < n; i++) {
     ops->record(x[i], 0, 0);
@@ -887,7 +890,7 @@ static ts_status record_parts(engine *e) {
       ops->sources(x[i], 0);
   }
   if (st == TS_OK)
-    st = queue_exchange(e);
+    st = queue_exchange(e, 0);
   for (int i = 0; i < n; i++)
     ops->end_step(x[i]);
   for (int i = 1; i < n; i++)
@@ -931,7 +934,7 @@ static ts_status device_steps(engine *e, double t, double target, double stop, d
   const swe_buq_passes *ops = pt->ops;
   int stages = e->p.rk_order == 1 ? 1 : 2;
   if (n > 1)
-    TS_CALL(exchange(e));
+    TS_CALL(exchange(e, 0));
   for (int i = 0; i < n; i++)
     ops->begin_steps(e->parts[i].x, t, target, stop, step_max, e->p.early_exit);
   if (n > 1) {
@@ -1035,6 +1038,7 @@ static void engine_destroy(void *ev) {
   free(e->part_rank);
   free(e->slot);
   free(e->fields);
+  free(e->fields_mid);
   free(e->devices);
   ts_buq_destroy(&e->q);
   free(e);
@@ -1382,7 +1386,8 @@ static ts_status build_exchange(engine *e, int on_device) {
     nlinks += e->parts[i].nblocks - e->parts[i].owned;
   ts_halo_link *links = malloc(sizeof *links * (size_t)(nlinks > 0 ? nlinks : 1));
   e->fields = calloc((size_t)np, sizeof *e->fields);
-  if (!links || !e->fields) {
+  e->fields_mid = calloc((size_t)np, sizeof *e->fields_mid);
+  if (!links || !e->fields || !e->fields_mid) {
     free(links);
     return ts_error(TS_ERR_NOMEM, "swe: out of memory for the partitions' exchange");
   }
@@ -1401,11 +1406,15 @@ static ts_status build_exchange(engine *e, int on_device) {
                                        .shift = {0, 0, l - slot}};
       l += run;
     }
-    ts_halo_field *f = &e->fields[d];
+    ts_halo_field *f = &e->fields[d], *f_mid = &e->fields_mid[d];
     *f = (ts_halo_field){.ncomp = 3, .elem = sizeof(ts_real), .stride = {1, e->W, e->P}};
+    *f_mid = *f;
     if (d >= e->mine[0] && d < e->mine[1]) {
       const swe_buq_view *v = on_device ? pt->ops->mirror(pt->x) : &pt->v;
+      int apart = pt->ops->stage_apart && e->p.rk_order == 2;
       f->comp[0] = v->w, f->comp[1] = v->hu, f->comp[2] = v->hv;
+      f_mid->comp[0] = apart ? v->w0 : v->w, f_mid->comp[1] = apart ? v->hu0 : v->hu;
+      f_mid->comp[2] = apart ? v->hv0 : v->hv;
     }
   }
   ts_halo_spec spec = {.nsub = np,
@@ -1527,7 +1536,8 @@ static ts_status repartition(engine *e, const int *first) {
   ts_halo_plan_destroy(e->plan);
   e->plan = NULL;
   free(e->fields);
-  e->fields = NULL;
+  free(e->fields_mid);
+  e->fields = e->fields_mid = NULL;
   ts_status st = e->parts && e->first ? TS_OK : ts_error(TS_ERR_NOMEM, "swe: out of memory");
   if (st == TS_OK)
     memcpy(e->first, first, sizeof(int) * (size_t)(np + 1));

@@ -131,11 +131,13 @@ static __global__ void k_choose(swe_buq_view v, int nblocks, const unsigned char
     *changed = 1, on[k] = now;
 }
 
-/* Element e of a dropped leaf: zero fluxes and limiter 1 (its neighbours read them). */
+/* Element e of a dropped leaf: zero fluxes and limiter 1, and its state in (w0, hu0, hv0) too,
+ * where a second stage reads the state of its neighbours (its own is no longer updated). */
 __device__ static inline void drop_element(const swe_buq_view *v, swe_idx e) {
   for (int c = 0; c < 3; c++)
     v->fx[c][e] = v->fy[c][e] = 0;
   v->drain[e] = SWE_R(1);
+  v->w0[e] = v->w[e], v->hu0[e] = v->hu[e], v->hv0[e] = v->hv[e];
 }
 
 /* The same in a run of steps, where every leaf is listed, a thread block per leaf: the leaves of
@@ -289,19 +291,20 @@ static __global__ void k_limit_ghosts(swe_buq_view v, step_t st, const int *list
     buq_drain_ghost(&v, list[t / per], (t % per) / v.M, (t % per) % v.M);
 }
 
-/* The update of a stage; with `record`, the step's last stage also records the maps. */
-static __global__ void k_update(swe_buq_view v, step_t st, const int *list, int n, int stage,
-                                int record, int *bad) {
+/* The update of a stage from the state of v into that of `to`; with `record`, the step's last
+ * stage also records the maps. */
+static __global__ void k_update(swe_buq_view v, swe_buq_view to, step_t st, const int *list, int n,
+                                int stage, int record, int *bad) {
   int t = (int)(blockIdx.x * blockDim.x + threadIdx.x), MM = v.M * v.M;
   if (t >= n * MM)
     return;
   int k = list[t / MM], i = (t % MM) % v.M, j = (t % MM) / v.M;
   if (skip(st, k) || !v.active[buq_cell(&v, k, i, j)])
     return;
-  if (buq_update_cell(&v, k, i, j, (ts_real)st.clock->dt, stage))
+  if (buq_update_cell(&v, &to, k, i, j, (ts_real)st.clock->dt, stage))
     *bad = 1;
   if (record)
-    buq_record_cell(&v, k, i, j, st.clock->t_after, st.clock->dt);
+    buq_record_cell(&to, k, i, j, st.clock->t_after, st.clock->dt);
 }
 
 /* Rain and losses on every leaf of the part. */
@@ -451,10 +454,11 @@ static __global__ void k_end(buq_clock *clock, const int *bad, swe_buq_view v,
  * ring; the time step waits for every wave speed; then k_plain_update computes the limiters of
  * the leaf and its first ring from the stored fluxes and updates the leaf. k_plain_stage runs a
  * second stage whole: the fluxes of the unit and its first ring, their limiters, the update and
- * the flood maps. As it reads its neighbours' state while other blocks update theirs, it writes
- * the new state of the cells they read (the unit's band) into (w0, hu0, hv0), whose start-of-step
- * values only the cell's own update reads, and k_commit moves it to (w, hu, hv) once the other
- * leaves are updated. A leaf out of the step (early exit) in a unit is read, never written.
+ * the flood maps. The updates of RK2 write the other stage's arrays (gpu_update), so a block
+ * reads its neighbours' state while other blocks update theirs; Euler's update runs in place
+ * after k_plain_fluxes saved the start of the step in (w0, hu0, hv0), which the limiters of a
+ * plain neighbour's cells read. A leaf out of the step (early exit) in a unit is read, never
+ * written.
  * Shared arrays whose lives do not overlap share storage: the y fluxes the velocities and
  * corners, the limiters and speed caps the reconstructed sides. */
 template <int M, int R, int PX> struct plain_tile {
@@ -573,9 +577,9 @@ __device__ static void plain_store(const window_t *t, const swe_buq_view *v,
 }
 
 /* The first stage's sweeps of the plain units `list` (a block each): fluxes, bed sources, the
- * characteristic speeds of the first ghost ring (the speed caps read them), the state at the
- * start of the step in (w0, hu0, hv0) and, with amax, the largest wave speeds per level and
- * axis over the faces of the leaves in the step. */
+ * characteristic speeds of the first ghost ring (the speed caps read them), for Euler the state
+ * at the start of the step in (w0, hu0, hv0), and, with amax, the largest wave speeds per level
+ * and axis over the faces of the leaves in the step. */
 template <int M, int PX>
 static __global__ void __launch_bounds__(PX *M *M)
     k_plain_fluxes(swe_buq_view v, step_t st, const int *list, swe_bits *amax) {
@@ -602,7 +606,7 @@ static __global__ void __launch_bounds__(PX *M *M)
     v.char_speed[buq_cell(&v, u.at(q), gi, gj)] =
         t.a.char_speed[plain_at<M, R, PX>(gi + q * M, gj)];
   }
-  WINDOW_FOR(e, PX * M * M) { /* the state at the start of the step (the update's save) */
+  WINDOW_FOR(e, PX * M * M * (v.rk_order == 1)) { /* Euler's start of the step */
     int q = e / (M * M), n = e % (M * M);
     int c_sh = plain_at<M, R, PX>(n % M + q * M, n / M);
     swe_idx c = buq_cell(&v, u.at(q), n % M, n / M);
@@ -625,19 +629,16 @@ static __global__ void __launch_bounds__(PX *M *M)
   }
 }
 
-/* Whether cell (i, j) of a plain unit lies in its band: the cells other blocks' kernels read
- * (those within PLAIN_REACH of its sides). */
+/* The cells a second stage reads around a plain unit. */
 enum { PLAIN_REACH = 3 };
-template <int M, int PX> __device__ static inline bool plain_band(int i, int j) {
-  return i < PLAIN_REACH || j < PLAIN_REACH || i >= PX * M - PLAIN_REACH || j >= M - PLAIN_REACH;
-}
 
-/* A second stage of the plain units `list` (a block each), whole: the new state (the band's
- * into (w0, hu0, hv0), the rest in place), the velocities, the non-finite flag, and the flood
- * maps at the end of the step. */
+/* A second stage of the plain units `list` (a block each), whole, from the state of v: the new
+ * state into `to`'s, the velocities, the non-finite flag, and the flood maps at the end of the
+ * step. */
 template <int M, int PX>
 static __global__ void __launch_bounds__(PX *M *M)
-    k_plain_stage(swe_buq_view v, step_t st, const int *list, int stage, int *bad) {
+    k_plain_stage(swe_buq_view v, swe_buq_view to, step_t st, const int *list, int stage,
+                  int *bad) {
   enum { R = PLAIN_REACH, S = plain_tile<M, R, PX>::SX, W = PX * M, CX = W + 2, CY = M + 2 };
   extern __shared__ __align__(16) char plain_mem[];
   plain_unit<PX> u(&v, st, list[blockIdx.x]);
@@ -675,9 +676,8 @@ static __global__ void __launch_bounds__(PX *M *M)
       continue;
     int k = u.at(q);
     swe_idx c = buq_local(&v, i - q * M, j);
-    swe_arrays out = buq_leaf_arrays(&v, k); /* (by value: a pointer to one of two would */
-    if (plain_band<M, PX>(i, j))             /* put both on the stack) */
-      out.w = out.w0, out.hu = out.hu0, out.hv = out.hv0;
+    swe_arrays out = buq_leaf_arrays(&to, k);
+    out.start_kept = 1;
     any_bad |= swe_update_cell(&out, &t.a, &kc, c, cf, dt, stage);
     swe_record_cell(&maps, (swe_idx)k * M * M + (i - q * M) + j * M, out.w[c], out.bed[c],
                     out.hu[c], out.hv[c]);
@@ -688,13 +688,14 @@ static __global__ void __launch_bounds__(PX *M *M)
 
 /* The first stage's update of the plain leaves `list` (a block each), after their sweeps
  * (k_plain_fluxes) and before the other leaves' updates: the limiters of the leaf's cells and
- * of its first ring from the stored fluxes and the depths at the start of the step (those of
- * a plain neighbour in its (w0, hu0, hv0), as it may be updating its own), the speed caps, then
- * the update in place. in_plain: 1 for the leaves of `list`. */
+ * of its first ring from the stored fluxes and the depths at the start of the step (for Euler,
+ * which updates in place, those of a plain neighbour in its (w0, hu0, hv0), as it may be
+ * updating its own), the speed caps, then the update from the state of v into `to`'s.
+ * in_plain: 1 for the leaves of `list`. */
 template <int M>
 static __global__ void __launch_bounds__(M *M)
-    k_plain_update(swe_buq_view v, step_t st, const int *list, const unsigned char *in_plain,
-                   int stage, int *bad) {
+    k_plain_update(swe_buq_view v, swe_buq_view to, step_t st, const int *list,
+                   const unsigned char *in_plain, int stage, int *bad) {
   enum { P_MAX = SWE_BUQ_PITCH(SWE_BUQ_MAX_BLOCK) * (SWE_BUQ_MAX_BLOCK + 2 * SWE_GHOST + 1) };
   __shared__ ts_real drain[P_MAX], cap[P_MAX];
   int k = list[blockIdx.x];
@@ -712,19 +713,18 @@ static __global__ void __launch_bounds__(M *M)
     int nb = qi ? b->side[qi < 0 ? TS_BUQ_WEST : TS_BUQ_EAST][0]
                 : (qj ? b->side[qj < 0 ? TS_BUQ_SOUTH : TS_BUQ_NORTH][0] : k);
     swe_idx c = buq_cell(&v, nb, i - qi * M, j - qj * M);
-    ts_real w_start = nb != k && in_plain[nb] ? v.w0[c] : v.w[c];
+    ts_real w_start = v.rk_order == 1 && nb != k && in_plain[nb] ? v.w0[c] : v.w[c];
     drain[buq_local(&v, i, j)] = swe_drain_of(&kc, dt, v.fx[0][c], v.fx[0][c + 1], v.fy[0][c],
                                               v.fy[0][c + W], w_start - v.bed[c]);
   }
-  swe_arrays a = buq_leaf_arrays(&v, k);
+  swe_arrays f = buq_leaf_arrays(&v, k), a = buq_leaf_arrays(&to, k);
   WINDOW_FOR(n, M * M) {
     swe_idx c = buq_local(&v, n % M, n / M);
-    cap[c] = swe_speed_cap(a.char_speed, c, W);
+    cap[c] = swe_speed_cap(f.char_speed, c, W);
   }
   __syncthreads();
-  swe_arrays f = a;
   f.drain = drain, f.speed_cap = cap;
-  a.start_kept = 1; /* saved by k_plain_fluxes */
+  a.start_kept = 1; /* elsewhere (RK2) or saved by k_plain_fluxes (Euler) */
   int any_bad = 0;
   WINDOW_FOR(n, M * M) {
     swe_idx c = buq_local(&v, n % M, n / M);
@@ -733,24 +733,6 @@ static __global__ void __launch_bounds__(M *M)
   }
   if (__syncthreads_or(any_bad) && threadIdx.x == 0)
     *bad = 1;
-}
-
-/* The plain units' new state of their band from (w0, hu0, hv0) into (w, hu, hv). */
-template <int M, int PX>
-static __global__ void k_commit(swe_buq_view v, step_t st, const int *list, int n) {
-  enum { CELLS = PX * M * M };
-  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
-  int e = (int)(t % CELLS), i = e % (PX * M), j = e / (PX * M), q = i / M;
-  if (t >= (long)n * CELLS || !plain_band<M, PX>(i, j))
-    return;
-  int k = list[t / CELLS];
-  for (int p = 0; p < q; p++)
-    k = v.blocks[k].side[TS_BUQ_EAST][0];
-  if (skip(st, k))
-    return;
-  swe_idx c = buq_cell(&v, k, i - q * M, j);
-  if (v.active[c])
-    v.w[c] = v.w0[c], v.hu[c] = v.hu0[c], v.hv[c] = v.hv0[c];
 }
 
 /* The shared memory the plain units' kernels of M^2 leaves, PX to a unit, take. */
@@ -769,36 +751,29 @@ template <int M> static void plain_setup(void) {
     plain_setup_unit<M, 1>();
 }
 
-/* The plain units' first-stage sweeps, second stage and commit: the runs, then the single
- * leaves. */
-template <int M> static void plain_fluxes(const gpu_state *g, step_t st, swe_bits *amax) {
+/* The plain units' first-stage sweeps and second stage (from the state of v into `to`'s): the
+ * runs, then the single leaves. */
+template <int M>
+static void plain_fluxes(const gpu_state *g, const swe_buq_view &v, step_t st, swe_bits *amax) {
   enum { PX = plain_run(M) };
   if (g->nruns > 0)
     k_plain_fluxes<M, PX><<<g->nruns, PX * M * M, plain_tile<M, 2, PX>::bytes(), g->stream>>>(
-        g->d, st, g->unit_list, amax);
+        v, st, g->unit_list, amax);
   if (g->nsingle > 0)
     k_plain_fluxes<M, 1><<<g->nsingle, M * M, plain_tile<M, 2, 1>::bytes(), g->stream>>>(
-        g->d, st, g->unit_list + g->nruns, amax);
+        v, st, g->unit_list + g->nruns, amax);
 }
 
-template <int M> static void plain_stage(const gpu_state *g, step_t st, int stage) {
+template <int M>
+static void plain_stage(const gpu_state *g, const swe_buq_view &v, const swe_buq_view &to,
+                        step_t st, int stage) {
   enum { PX = plain_run(M), R = PLAIN_REACH };
   if (g->nruns > 0)
     k_plain_stage<M, PX><<<g->nruns, PX * M * M, plain_tile<M, R, PX>::bytes(), g->stream>>>(
-        g->d, st, g->unit_list, stage, g->bad);
+        v, to, st, g->unit_list, stage, g->bad);
   if (g->nsingle > 0)
     k_plain_stage<M, 1><<<g->nsingle, M * M, plain_tile<M, R, 1>::bytes(), g->stream>>>(
-        g->d, st, g->unit_list + g->nruns, stage, g->bad);
-}
-
-template <int M> static void plain_commit(const gpu_state *g, step_t st) {
-  enum { PX = plain_run(M) };
-  if (g->nruns > 0)
-    k_commit<M, PX><<<grid_of((long)g->nruns * PX * M * M), THREADS, 0, g->stream>>>(
-        g->d, st, g->unit_list, g->nruns);
-  if (g->nsingle > 0)
-    k_commit<M, 1><<<grid_of((long)g->nsingle * M * M), THREADS, 0, g->stream>>>(
-        g->d, st, g->unit_list + g->nruns, g->nsingle);
+        v, to, st, g->unit_list + g->nruns, stage, g->bad);
 }
 
 /* ------------------------------------------------------------------ passes */
@@ -869,6 +844,30 @@ static void gpu_release(void *x) {
 /* What the passes of a step read: the clock and the leaves of the step. */
 static step_t step_of(const gpu_state *g) { return step_t{g->clock, g->on}; }
 
+/* The view whose state the passes of the current stage read: RK2's second stage reads the
+ * first's in (w0, hu0, hv0), and finds the start of the step as its (w0, hu0, hv0). */
+static swe_buq_view stage_view(const gpu_state *g) {
+  swe_buq_view v = g->d;
+  if (g->stage == 1) {
+    v.w = g->d.w0, v.hu = g->d.hu0, v.hv = g->d.hv0;
+    v.w0 = g->d.w, v.hu0 = g->d.hu, v.hv0 = g->d.hv;
+  }
+  return v;
+}
+
+/* The view whose state the current stage's updates write: RK2's first stage into (w0, hu0,
+ * hv0), its second into (w, hu, hv), each keeping the start of the step in (w, hu, hv), so
+ * that no update overwrites what another leaf's pass reads (no copy of the start, none of a
+ * leaf's new edge); Euler's in place. */
+static swe_buq_view update_view(const gpu_state *g) {
+  swe_buq_view v = g->d;
+  if (g->d.rk_order == 2 && g->stage == 0)
+    v.w = g->d.w0, v.hu = g->d.hu0, v.hv = g->d.hv0;
+  if (g->d.rk_order == 2)
+    v.w0 = g->d.w, v.hu0 = g->d.hu, v.hv0 = g->d.hv;
+  return v;
+}
+
 /* The part's mirror, its device made current. */
 static gpu_state *on_device(void *x) {
   gpu_state *g = (gpu_state *)x;
@@ -890,6 +889,9 @@ static void copy_arrays(gpu_state *g, swe_buq_view *h, int up) {
                        cells * sizeof(ts_real),
                        up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost),
             "quadtree arrays");
+  for (int k = 0; k < 3 && up; k++) /* the state in the other stage's arrays too (update_view) */
+    check(cudaMemcpy(*dev[4 + k], *dev[k], cells * sizeof(ts_real), cudaMemcpyDeviceToDevice),
+          "quadtree state");
   double **dmaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&g->d);
   double **hmaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(h);
   for (int k = 0; k < SWE_BUQ_NMAPS; k++)
@@ -1215,15 +1217,15 @@ static void gpu_ghosts(void *x) {
   const leaf_lists *L = stage_lists(g);
   int n = L->counts[3], M = g->d.M, frame = M + 2 * SWE_GHOST;
   step_t st = step_of(g);
+  swe_buq_view v = stage_view(g);
   if (n == 0)
     return;
-  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS, 0, g->stream>>>(g->d, st, L->ghost_list,
-                                                                          n);
+  k_fill<<<grid_of((long)n * 4 * SWE_GHOST * M), THREADS, 0, g->stream>>>(v, st, L->ghost_list, n);
   for (int l = g->levels - 2; l >= 0; l--)
     if (L->level_count[l] > 0)
       k_coarser<<<grid_of((long)L->level_count[l] * 4 * (M / 2)), THREADS, 0, g->stream>>>(
-          g->d, st, L->ghost_list, L->level_first[l], L->level_count[l]);
-  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS, 0, g->stream>>>(g->d, st,
+          v, st, L->ghost_list, L->level_first[l], L->level_count[l]);
+  k_ghost_velocity<<<grid_of((long)n * frame * frame), THREADS, 0, g->stream>>>(v, st,
                                                                                 L->ghost_list, n);
 }
 
@@ -1234,17 +1236,18 @@ static void gpu_fluxes(void *x, int speeds) {
   step_t st = step_of(g);
   cudaStream_t s = g->stream;
   swe_bits *amax = speeds ? g->amax : NULL;
+  swe_buq_view v = stage_view(g);
   if (speeds)
     check(cudaMemsetAsync(g->amax, 0, sizeof(swe_bits) * 2 * g->levels, s), "wave speeds");
   if (n > 0 && M == 16)
-    k_sweep<16><<<n, SWEEP_THREADS, 0, s>>>(g->d, st, L->list, n, amax);
+    k_sweep<16><<<n, SWEEP_THREADS, 0, s>>>(v, st, L->list, n, amax);
   else if (n > 0)
-    k_sweep<8><<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS, 0, s>>>(g->d, st, L->list, n,
-                                                                               amax);
+    k_sweep<8>
+        <<<(n + SWEEP_LEAVES - 1) / SWEEP_LEAVES, SWEEP_THREADS, 0, s>>>(v, st, L->list, n, amax);
   if (g->nplain > 0 && g->stage == 0 && M == 16)
-    plain_fluxes<16>(g, st, amax);
+    plain_fluxes<16>(g, v, st, amax);
   else if (g->nplain > 0 && g->stage == 0)
-    plain_fluxes<8>(g, st, amax);
+    plain_fluxes<8>(g, v, st, amax);
 }
 
 static void gpu_speeds(void *x, double amax[][2]) {
@@ -1265,14 +1268,15 @@ static void gpu_limit(void *x, double dt) {
   const leaf_lists *L = g->nplain > 0 ? &g->second : &g->all;
   int n = L->counts[1], M = g->d.M;
   step_t st = step_of(g);
+  swe_buq_view v = stage_view(g);
   if (n == 0)
     return;
-  k_limit<<<grid_of((long)n * M * M), THREADS, 0, g->stream>>>(g->d, st, L->list, n);
-  k_limit_ghosts<<<grid_of((long)n * 4 * M), THREADS, 0, g->stream>>>(g->d, st, L->list, n);
+  k_limit<<<grid_of((long)n * M * M), THREADS, 0, g->stream>>>(v, st, L->list, n);
+  k_limit_ghosts<<<grid_of((long)n * 4 * M), THREADS, 0, g->stream>>>(v, st, L->list, n);
 }
 
-/* The plain leaves' kernel runs first (it reads the other leaves' state), then the other
- * leaves' updates; after a second stage, the plain leaves' new state moves in place. */
+/* The plain leaves' kernel runs first (Euler's reads the other leaves' state), then the other
+ * leaves' updates. */
 static void gpu_update(void *x, double dt, int stage, double t_after) {
   (void)dt, (void)t_after; /* the clock's */
   gpu_state *g = on_device(x);
@@ -1282,23 +1286,20 @@ static void gpu_update(void *x, double dt, int stage, double t_after) {
   step_t st = step_of(g);
   cudaStream_t s = g->stream;
   const int *pl = g->plain_list;
+  swe_buq_view v = stage_view(g), to = update_view(g);
   if (np > 0 && stage == 0 && M == 16)
-    k_plain_update<16><<<np, 16 * 16, 0, s>>>(g->d, st, pl, g->in_plain, stage, g->bad);
+    k_plain_update<16><<<np, 16 * 16, 0, s>>>(v, to, st, pl, g->in_plain, stage, g->bad);
   else if (np > 0 && stage == 0)
-    k_plain_update<8><<<np, 8 * 8, 0, s>>>(g->d, st, pl, g->in_plain, stage, g->bad);
+    k_plain_update<8><<<np, 8 * 8, 0, s>>>(v, to, st, pl, g->in_plain, stage, g->bad);
   else if (whole && M == 16)
-    plain_stage<16>(g, st, stage);
+    plain_stage<16>(g, v, to, st, stage);
   else if (whole)
-    plain_stage<8>(g, st, stage);
+    plain_stage<8>(g, v, to, st, stage);
   /* the other leaves' maps with their last stage when they are the leaves the maps want */
   g->maps_done = stage + 1 == g->d.rk_order && (np == 0 || whole);
   if (n > 0)
-    k_update<<<grid_of((long)n * M * M), THREADS, 0, s>>>(g->d, st, L->list, n, stage, g->maps_done,
-                                                          g->bad);
-  if (whole && M == 16)
-    plain_commit<16>(g, st);
-  else if (whole)
-    plain_commit<8>(g, st);
+    k_update<<<grid_of((long)n * M * M), THREADS, 0, s>>>(v, to, st, L->list, n, stage,
+                                                          g->maps_done, g->bad);
   g->plain_recorded = whole;
   g->stage = stage + 1 < g->d.rk_order ? stage + 1 : 0;
 }
@@ -1494,4 +1495,4 @@ extern "C" const swe_buq_passes SWE_BUQ_GPU = {
     gpu_sources,      gpu_set_rain,        gpu_finish,         gpu_set_step,  gpu_begin_steps,
     gpu_time_step,    gpu_end_step,        gpu_capture_step,   gpu_run_steps, gpu_finish_steps,
     gpu_watch,        gpu_watched_to_host, gpu_leaves_on,      gpu_stream,    gpu_stream_after,
-    gpu_after_stream, gpu_share_speeds,    gpu_time_step_over, gpu_joined};
+    gpu_after_stream, gpu_share_speeds,    gpu_time_step_over, gpu_joined,    1};

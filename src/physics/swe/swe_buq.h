@@ -160,6 +160,10 @@ typedef struct swe_buq_passes {
   void (*share_speeds)(void *x);
   void (*time_step_over)(void *x, void *const *parts, int n, double cfl, double dx);
   int (*joined)(void *x, int record);
+  /* RK2's first stage writes its state into (w0, hu0, hv0) and keeps the start of the step in
+   * (w, hu, hv), where the second stage writes the step's end: the exchange between the stages
+   * moves (w0, hu0, hv0) (the device's); 0: the stages update (w, hu, hv) in place */
+  int stage_apart;
 } swe_buq_passes;
 
 #if TESSERA_HAVE_CUDA

@@ -407,23 +407,25 @@ TS_HD static inline void buq_drain_ghost(const swe_buq_view *e, int k, int side,
   e->drain[buq_cell(e, k, gi, gj)] = d;
 }
 
-/* Euler stage of cell (i, j) of leaf k (active); a face to finer leaves gets the mean of the
- * fine faces' fluxes, each limited by the limiter of the cell its water leaves. Returns nonzero
- * on a non-finite value. */
-TS_HD static inline int buq_update_cell(const swe_buq_view *e, int k, int i, int j, ts_real dt,
-                                        int stage) {
+/* Euler stage of cell (i, j) of leaf k (active) from the state of e into that of `to` (e
+ * itself: in place; other state arrays keep the start of the step where it is, and `to`'s
+ * (w0, hu0, hv0) give it); a face to finer leaves gets the mean of the fine faces' fluxes, each
+ * limited by the limiter of the cell its water leaves. Returns nonzero on a non-finite value. */
+TS_HD static inline int buq_update_cell(const swe_buq_view *e, const swe_buq_view *to, int k, int i,
+                                        int j, ts_real dt, int stage) {
   const ts_buq_block *b = &e->blocks[k];
-  swe_arrays a = buq_leaf_arrays(e, k);
+  swe_arrays f = buq_leaf_arrays(e, k), a = buq_leaf_arrays(to, k);
+  a.start_kept = to->w != e->w;
   swe_consts kc = buq_consts(e, b->level);
   swe_idx c = buq_local(e, i, j), W = e->W;
   int finer = buq_finer_sides(b, e->M, i, j);
   if (!finer)
-    return swe_update_cell(&a, &a, &kc, c, c, dt, stage);
+    return swe_update_cell(&a, &f, &kc, c, c, dt, stage);
   swe_idx faces[4] = {c, c + 1, c, c + W};
-  ts_real limits[4] = {swe_face_limit(a.drain, a.fx[0][c], c - 1, c),
-                       swe_face_limit(a.drain, a.fx[0][c + 1], c, c + 1),
-                       swe_face_limit(a.drain, a.fy[0][c], c - W, c),
-                       swe_face_limit(a.drain, a.fy[0][c + W], c, c + W)};
+  ts_real limits[4] = {swe_face_limit(f.drain, f.fx[0][c], c - 1, c),
+                       swe_face_limit(f.drain, f.fx[0][c + 1], c, c + 1),
+                       swe_face_limit(f.drain, f.fy[0][c], c - W, c),
+                       swe_face_limit(f.drain, f.fy[0][c + W], c, c + W)};
   for (int s = 0; s < 4; s++) {
     if (!(finer >> s & 1))
       continue;
@@ -433,16 +435,16 @@ TS_HD static inline int buq_update_cell(const swe_buq_view *e, int k, int i, int
     ts_real sum[3] = {0, 0, 0};
     for (int q = 0; q < 2; q++) {
       ts_real m = ff[q][0]; /* > 0 moves water towards +axis: out of the low cell */
-      ts_real lim = m > 0 ? (fine_low ? fd[q] : a.drain[c])
-                          : (m < 0 ? (fine_low ? a.drain[c] : fd[q]) : SWE_R(1));
+      ts_real lim = m > 0 ? (fine_low ? fd[q] : f.drain[c])
+                          : (m < 0 ? (fine_low ? f.drain[c] : fd[q]) : SWE_R(1));
       for (int c3 = 0; c3 < 3; c3++)
         sum[c3] += lim * ff[q][c3];
     }
     for (int c3 = 0; c3 < 3; c3++)
-      (s < 2 ? a.fx[c3] : a.fy[c3])[faces[s]] = SWE_R(0.5) * sum[c3];
+      (s < 2 ? f.fx[c3] : f.fy[c3])[faces[s]] = SWE_R(0.5) * sum[c3];
     limits[s] = SWE_R(1);
   }
-  return swe_update_cell_limited(&a, &a, &kc, c, c, dt, stage, limits);
+  return swe_update_cell_limited(&a, &f, &kc, c, c, dt, stage, limits);
 }
 
 /* Rain and losses of a step of dt on cell (i, j) of leaf k (swe_source_cell, as the uniform
