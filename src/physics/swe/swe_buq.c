@@ -371,16 +371,13 @@ static inline int reconstruct_into(const swe_arrays *a, const swe_consts *kc, sw
   const ts_real *restrict w = a->w, *restrict bed = a->bed, *restrict corner = a->corner;
   const ts_real *restrict qn = x_axis ? a->hu : a->hv, *restrict qt = x_axis ? a->hv : a->hu;
   const ts_real *restrict un = x_axis ? a->u : a->v, *restrict ut = x_axis ? a->v : a->u;
-  swe_idx m = c - step, p = c + step;
+  swe_idx p = c + step;
   int act[3] = {act_m, act_c, act_p};
-  ts_real wv[3] = {w[m], w[c], w[p]}, bv[3] = {bed[m], bed[c], bed[p]};
-  ts_real qnv[3] = {qn[m], qn[c], qn[p]}, qtv[3] = {qt[m], qt[c], qt[p]};
-  ts_real unv[3] = {un[m], un[c], un[p]}, utv[3] = {ut[m], ut[c], ut[p]};
-  /* every cell reconstructed (inactive neighbours as mirrors, swe_reconstruct_cell's way) and
-   * the inactive ones' sides dropped: selects, which GCC vectorises where it left a condition */
-  swe_reconstruct_mirrored(act, wv, bv, qnv, qtv, unv, utv, kc,
-                           swe_corner_mean(corner[c], corner[c + cstep]),
-                           swe_corner_mean(corner[p], corner[p + cstep]), &l, &h);
+  /* every cell reconstructed (inactive neighbours as mirrors) and the inactive ones' sides
+   * dropped: selects, which GCC vectorises where it left a condition */
+  swe_reconstruct_stencil(act, w, bed, qn, qt, un, ut, kc, c, step,
+                          swe_corner_mean(corner[c], corner[c + cstep]),
+                          swe_corner_mean(corner[p], corner[p + cstep]), &l, &h);
   side_put(lo, n, act_c ? l : zero), side_put(hi, n, act_c ? h : zero);
   return act_c;
 }

@@ -217,15 +217,12 @@ static void reconstruct_span(const swe_part *s, const swe_consts *k, swe_idx c0,
     act_p[q] = active[c0 + q + step];
   }
   for (int q = at; q < at + n; q++) {
-    swe_idx c = c0 + q, m = c - step, p = c + step;
+    swe_idx c = c0 + q, p = c + step;
     int act[3] = {act_m[q], act_c[q], act_p[q]};
-    ts_real wv[3] = {w[m], w[c], w[p]}, bv[3] = {bed[m], bed[c], bed[p]};
-    ts_real qnv[3] = {qn[m], qn[c], qn[p]}, qtv[3] = {qt[m], qt[c], qt[p]};
-    ts_real unv[3] = {un[m], un[c], un[p]}, utv[3] = {ut[m], ut[c], ut[p]};
     ts_real face_lo = swe_corner_mean(corner[c], corner[c + cstep]);
     ts_real face_hi = swe_corner_mean(corner[p], corner[p + cstep]);
     swe_side lo, hi;
-    swe_reconstruct_mirrored(act, wv, bv, qnv, qtv, unv, utv, &kk, face_lo, face_hi, &lo, &hi);
+    swe_reconstruct_stencil(act, w, bed, qn, qt, un, ut, &kk, c, step, face_lo, face_hi, &lo, &hi);
     r->lo_w[q] = lo.w, r->lo_b[q] = lo.b, r->lo_h[q] = lo.h, r->lo_u[q] = lo.u, r->lo_v[q] = lo.v;
     r->hi_w[q] = hi.w, r->hi_b[q] = hi.b, r->hi_h[q] = hi.h, r->hi_u[q] = hi.u, r->hi_v[q] = hi.v;
     r->act[q] = act[1];

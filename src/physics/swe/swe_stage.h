@@ -105,27 +105,39 @@ TS_HD_INLINE static inline void swe_reconstruct_mirrored(const int act[3], const
   swe_reconstruct(wv, h, qnv, qtv, u, v, face_lo, face_hi, k->theta, k->kappa, lo, hi);
 }
 
-/* Reconstructs cell c along the axis with neighbour offset `step` (1: x, row: y), whose faces
- * have the beds face_lo and face_hi. Inactive neighbours act as mirrors of the cell (walls). */
+/* Reconstructs cell c from its stencil along an axis (neighbours `step` apart) in the arrays of
+ * the surface, bed, discharges and velocities along (n) and across (t) the axis, with the
+ * activity of the cell's neighbours and its own given (act: below, the cell, above; the CPU
+ * loops read it as ints ahead, which keeps their vectors narrow); its faces have the beds
+ * face_lo and face_hi. Inactive neighbours act as mirrors of the cell (walls). */
+TS_HD_INLINE static inline void
+swe_reconstruct_stencil(const int act[3], const ts_real *w, const ts_real *bed, const ts_real *qn,
+                        const ts_real *qt, const ts_real *un, const ts_real *ut,
+                        const swe_consts *k, swe_idx c, swe_idx step, ts_real face_lo,
+                        ts_real face_hi, swe_side *lo, swe_side *hi) {
+  ts_real wv[3], bv[3], qnv[3], qtv[3], unv[3], utv[3];
+  for (int n3 = 0; n3 < 3; n3++) {
+    swe_idx cell = c + (n3 - 1) * step;
+    wv[n3] = w[cell];
+    bv[n3] = bed[cell];
+    qnv[n3] = qn[cell];
+    qtv[n3] = qt[cell];
+    unv[n3] = un[cell];
+    utv[n3] = ut[cell];
+  }
+  swe_reconstruct_mirrored(act, wv, bv, qnv, qtv, unv, utv, k, face_lo, face_hi, lo, hi);
+}
+
+/* Reconstructs cell c of `a` along the axis with neighbour offset `step` (1: x, row: y), whose
+ * faces have the beds face_lo and face_hi (swe_reconstruct_stencil). */
 TS_HD_INLINE static inline void swe_reconstruct_cell(const swe_arrays *a, const swe_consts *k,
                                                      swe_idx c, swe_idx step, int x_axis,
                                                      ts_real face_lo, ts_real face_hi, swe_side *lo,
                                                      swe_side *hi) {
-  const ts_real *qn_a = x_axis ? a->hu : a->hv, *qt_a = x_axis ? a->hv : a->hu;
-  const ts_real *un_a = x_axis ? a->u : a->v, *ut_a = x_axis ? a->v : a->u;
-  int act[3];
-  ts_real w[3], bed[3], qn[3], qt[3], un[3], ut[3];
-  for (int n3 = 0; n3 < 3; n3++) {
-    swe_idx cell = c + (n3 - 1) * step;
-    act[n3] = a->active[cell];
-    w[n3] = a->w[cell];
-    bed[n3] = a->bed[cell];
-    qn[n3] = qn_a[cell];
-    qt[n3] = qt_a[cell];
-    un[n3] = un_a[cell];
-    ut[n3] = ut_a[cell];
-  }
-  swe_reconstruct_mirrored(act, w, bed, qn, qt, un, ut, k, face_lo, face_hi, lo, hi);
+  int act[3] = {a->active[c - step], a->active[c], a->active[c + step]};
+  swe_reconstruct_stencil(act, a->w, a->bed, x_axis ? a->hu : a->hv, x_axis ? a->hv : a->hu,
+                          x_axis ? a->u : a->v, x_axis ? a->v : a->u, k, c, step, face_lo, face_hi,
+                          lo, hi);
 }
 
 /* Bed of a face from the beds of its two corners: their mean. */
