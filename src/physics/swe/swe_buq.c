@@ -1091,9 +1091,9 @@ static ts_status wanted_widths(const ts_swe_params *p, const swe_inputs *in,
 }
 
 /* Every leaf of the part up to the ghost ring in the list, ring by ring (its own first), as
- * computed, with the velocities of its cells (after the state was set from outside the steps).
- * Runs of steps on the devices keep this list, the passes skipping the leaves out of a step. */
-static void all_leaves(part *e) {
+ * computed (after the state was set from outside the steps). Runs of steps on the devices keep
+ * this list, the passes skipping the leaves out of a step. */
+static void list_all_leaves(part *e) {
   e->listed = 0;
   memset(e->computed, 1, (size_t)e->nblocks);
   int n = 0;
@@ -1103,6 +1103,11 @@ static void all_leaves(part *e) {
         e->list[n++] = k;
     e->counts[ring] = n;
   }
+}
+
+/* ... and their velocities from the host's state. */
+static void all_leaves(part *e) {
+  list_all_leaves(e);
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
   for (int k = 0; k < e->nblocks; k++) {
     swe_arrays a = buq_leaf_arrays(&e->v, k);
@@ -1486,38 +1491,119 @@ static double imbalance_of(const engine *e, const double *cost, const int *first
   return total > 0 ? most / (total / e->nparts) : 1;
 }
 
-/* Leaf l of part `to` takes every array of leaf s of part `from`: its window and its maps. */
-static void copy_leaf(part *to, int l, part *from, int s) {
+/* Leaf l of part `to` takes every array of leaf s of part `from`: its window and its maps; with
+ * `fixed` only those the steps do not change, which the host reads (beds, activity, friction,
+ * rain and losses' parameters). */
+static void copy_leaf(part *to, int l, part *from, int s, int fixed) {
   size_t P = (size_t)to->P, MM = (size_t)to->M * to->M;
   ts_real **dst[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&to->v);
   ts_real **src[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&from->v);
   for (int a = 0; a < SWE_BUQ_NARRAYS; a++)
-    memcpy(*dst[a] + l * P, *src[a] + s * P, sizeof(ts_real) * P);
+    if (!fixed || *dst[a] == to->v.bed || *dst[a] == to->v.corner)
+      memcpy(*dst[a] + l * P, *src[a] + s * P, sizeof(ts_real) * P);
   memcpy(to->v.active + l * P, from->v.active + s * P, P);
   if (to->v.friction)
     memcpy(to->v.friction + l * P, from->v.friction + s * P, sizeof(ts_real) * P);
-  double **dmaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&to->v);
-  double **smaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&from->v);
-  for (int m = 0; m < SWE_BUQ_NMAPS; m++)
-    memcpy(*dmaps[m] + l * MM, *smaps[m] + s * MM, sizeof(double) * MM);
   ts_real *per_cell[3][2] = {{to->v.rain, from->v.rain},
                              {to->v.loss_initial, from->v.loss_initial},
                              {to->v.loss_rate, from->v.loss_rate}};
   for (int a = 0; a < 3; a++)
     if (per_cell[a][0])
       memcpy(per_cell[a][0] + l * MM, per_cell[a][1] + s * MM, sizeof(ts_real) * MM);
+  if (fixed)
+    return;
+  double **dmaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&to->v);
+  double **smaps[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&from->v);
+  for (int m = 0; m < SWE_BUQ_NMAPS; m++)
+    memcpy(*dmaps[m] + l * MM, *smaps[m] + s * MM, sizeof(double) * MM);
   if (to->v.lost)
     memcpy(to->v.lost + l * MM, from->v.lost + s * MM, sizeof(double) * MM);
 }
 
+/* The new parts' leaves from the old parts (cuts old_first, places old_slot) on the host: every
+ * array (`fixed`: those copy_leaf names). */
+static void copy_leaves(engine *e, part *old, const int *old_first, const int *old_slot,
+                        int fixed) {
+  for (int i = 0; i < e->nparts; i++) {
+    part *pt = &e->parts[i];
+#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads)
+    for (int l = 0; l < pt->nblocks; l++) {
+      int k = pt->global[l];
+      copy_leaf(pt, l, &old[part_of(old_first, e->nparts, k)], old_slot[k], fixed);
+    }
+  }
+}
+
+/* Whether the leaves can move device to device: every part of this one process on a GPU
+ * (the new ones attached), each device reading the others' memory. */
+static int moves_on_devices(const engine *e, const part *old) {
+  if (e->mine[1] - e->mine[0] != e->nparts || ts_comm_size(e->comm) > 1)
+    return 0;
+  for (int i = 0; i < e->nparts; i++)
+    if (!old[i].ops->take_leaves || !e->parts[i].ops->take_leaves)
+      return 0;
+#if TESSERA_HAVE_CUDA
+  for (int i = 0; i < e->nparts; i++)
+    for (int q = 0; q < e->nparts; q++)
+      if (e->devices[i] != e->devices[q] && !ts_gpu_peer_access(e->devices[i], e->devices[q]))
+        return 0;
+#endif
+  return 1;
+}
+
+/* The new parts' leaves from the old ones' device arrays (moves_on_devices), every leaf
+ * listed; the host's arrays take the fixed ones, the rest stays stale there. */
+static ts_status take_on_devices(engine *e, part *old, const int *old_first, const int *old_slot) {
+  int np = e->nparts;
+  void **old_x = malloc(sizeof(void *) * (size_t)np);
+  if (!old_x)
+    return ts_error(TS_ERR_NOMEM, "swe: out of memory for moving quadtree leaves");
+  for (int q = 0; q < np; q++) {
+    old[q].ops->finish(old[q].x);
+    old_x[q] = old[q].x;
+  }
+  copy_leaves(e, old, old_first, old_slot, 1);
+  ts_status st = TS_OK;
+  for (int i = 0; i < np && st == TS_OK; i++) {
+    part *pt = &e->parts[i];
+    int *from = malloc(sizeof(int) * 2 * (size_t)pt->nblocks);
+    if (!from) {
+      st = ts_error(TS_ERR_NOMEM, "swe: out of memory for moving quadtree leaves");
+      break;
+    }
+    for (int l = 0; l < pt->nblocks; l++) {
+      int k = pt->global[l];
+      from[l] = part_of(old_first, np, k), from[pt->nblocks + l] = old_slot[k];
+    }
+    list_all_leaves(pt);
+    pt->ops->set_list(pt->x, pt->list, pt->counts, NULL, 0);
+    st = pt->ops->take_leaves(pt->x, old_x, np, from, from + pt->nblocks);
+    free(from);
+    pt->host_stale = 1;
+    pt->ran = 0;
+  }
+  free(old_x);
+  return st;
+}
+
+/* The device mirrors of the new parts released (back to their host arrays). */
+static void leave_devices(engine *e) {
+  for (int i = 0; i < e->nparts; i++) {
+    part *pt = &e->parts[i];
+    if (pt->ops->release)
+      pt->ops->release(pt->x);
+    pt->ops = &cpu_passes, pt->x = pt;
+  }
+}
+
 static ts_status watch_parts(engine *e);
 
-/* The parts rebuilt on the cuts `first` (one process), their leaves' arrays from the old parts,
- * then put on their devices with the exchange between them. Parts whose steps run on the
- * devices keep the leaves of the last step (the next run marks its own from the state). */
+/* The parts rebuilt on the cuts `first` (one process), their leaves' arrays from the old parts
+ * (device to device where every part is on a GPU and the new ones fit beside the old, else
+ * through the host), with the exchange between them. Parts whose steps run on the devices keep
+ * the leaves of the last step (the next run marks its own from the state). */
 static ts_status repartition(engine *e, const int *first) {
   double started = omp_get_wtime();
-  to_host(e);
   int np = e->nparts, M = e->M;
   part *old = e->parts;
   unsigned char *last_step = malloc((size_t)e->q.nblocks);
@@ -1542,27 +1628,34 @@ static ts_status repartition(engine *e, const int *first) {
     st = part_holds(e, &e->parts[i], i);
   if (st == TS_OK)
     st = leaf_order(e);
-  for (int i = 0; i < np && st == TS_OK; i++)
-    st = part_alloc(e, i);
   for (int i = 0; i < np && st == TS_OK; i++) {
-    part *pt = &e->parts[i];
-    pt->v.rain_rate = old[0].v.rain_rate;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads)
-    for (int l = 0; l < pt->nblocks; l++) {
-      int k = pt->global[l], o = part_of(old_first, np, k);
-      copy_leaf(pt, l, &old[o], old_slot[k]);
-    }
-    for (int l = 0; l < pt->owned; l++)
-      e->moved_cells += part_of(old_first, np, pt->global[l]) != i ? (int64_t)M * M : 0;
+    st = part_alloc(e, i);
+    e->parts[i].v.rain_rate = old[0].v.rain_rate;
+  }
+  for (int i = 0; i < np && st == TS_OK; i++)
+    for (int l = 0; l < e->parts[i].owned; l++)
+      e->moved_cells += part_of(old_first, np, e->parts[i].global[l]) != i ? (int64_t)M * M : 0;
+  int on_device = 0, moved = 0;
+  if (st == TS_OK && old[0].ops->take_leaves) { /* the new parts beside the old on the GPUs */
+    ts_status tried = parts_to_devices(e, &on_device);
+    if (tried == TS_OK && on_device && moves_on_devices(e, old))
+      moved = take_on_devices(e, old, old_first, old_slot) == TS_OK;
+    if (!moved) /* (short of device memory or peer access: through the host) */
+      leave_devices(e);
+  }
+  if (st == TS_OK && !moved) {
+    for (int i = 0; i < np; i++)
+      part_to_host(&old[i]);
+    copy_leaves(e, old, old_first, old_slot, 0);
   }
   for (int i = 0; i < np; i++)
     part_destroy(&old[i]);
   free(old), free(old_first), free(old_slot);
-  int on_device = 0;
-  if (st == TS_OK)
+  if (st == TS_OK && !moved)
     st = parts_to_devices(e, &on_device);
   if (st == TS_OK) {
-    state_changed(e);
+    if (!moved)
+      state_changed(e);
     st = build_exchange(e, on_device);
   }
   for (int i = 0; i < np && st == TS_OK && last_step && runs_on_device(e); i++)

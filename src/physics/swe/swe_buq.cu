@@ -927,6 +927,80 @@ static void gpu_upload(void *x, const void *view) {
   g->chosen = g->marked = 0;
 }
 
+/* Array `to` of the part's leaves, per elements a leaf, from those of the old parts (`from`: a
+ * table of their arrays in device memory): leaf l from leaf slot[l] of part part_of[l]. */
+template <typename T>
+static __global__ void k_take(T *to, const T *const *from, const int *part_of, const int *slot,
+                              int n, int per) {
+  long t = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= (long)n * per)
+    return;
+  int l = (int)(t / per);
+  to[t] = from[part_of[l]][(size_t)slot[l] * per + t % per];
+}
+
+/* The part's leaves from the old parts' device arrays (one process; kernels on the part's
+ * device read the others' memory), every array as gpu_upload puts it. */
+static ts_status gpu_take_leaves(void *x, void *const *old, int nold, const int *part_of,
+                                 const int *slot) {
+  gpu_state *g = on_device(x);
+  int n = g->nblocks, MM = g->d.M * g->d.M, P = g->d.P;
+  enum { WINDOW = SWE_BUQ_NARRAYS + 2, LEAF = SWE_BUQ_NMAPS + 4, ROWS = WINDOW + LEAF };
+  /* the arrays: the window's (SWE_BUQ_ARRAYS, friction, activity), the leaf cells' (maps,
+   * losses, rain, loss parameters); to[a] and, per old part, from[a][q] */
+  void *to[ROWS], **from = (void **)calloc((size_t)ROWS * nold, sizeof(void *));
+  for (int q = 0; q < nold && from; q++) {
+    swe_buq_view o = ((const gpu_state *)old[q])->d, d = g->d;
+    o.w0 = o.w, o.hu0 = o.hu, o.hv0 = o.hv; /* the state in both stages' arrays (update_view) */
+    ts_real **ow[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&o), **dw[SWE_BUQ_NARRAYS] = SWE_BUQ_ARRAYS(&d);
+    double **om[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&o), **dm[SWE_BUQ_NMAPS] = SWE_BUQ_MAPS(&d);
+    for (int a = 0; a < SWE_BUQ_NARRAYS; a++)
+      to[a] = *dw[a], from[a * nold + q] = *ow[a];
+    to[WINDOW - 2] = d.friction, from[(WINDOW - 2) * nold + q] = o.friction;
+    to[WINDOW - 1] = d.active, from[(WINDOW - 1) * nold + q] = o.active;
+    for (int a = 0; a < SWE_BUQ_NMAPS; a++)
+      to[WINDOW + a] = *dm[a], from[(WINDOW + a) * nold + q] = *om[a];
+    void *leaf_to[4] = {d.lost, d.rain, d.loss_initial, d.loss_rate};
+    void *leaf_from[4] = {o.lost, o.rain, o.loss_initial, o.loss_rate};
+    for (int a = 0; a < 4; a++)
+      to[WINDOW + SWE_BUQ_NMAPS + a] = leaf_to[a],
+                                  from[(WINDOW + SWE_BUQ_NMAPS + a) * nold + q] = leaf_from[a];
+  }
+  void **table = NULL;
+  int *map = NULL;
+  if (!from || cudaMalloc((void **)&table, sizeof(void *) * ROWS * nold) != cudaSuccess ||
+      cudaMalloc((void **)&map, sizeof(int) * 2 * n) != cudaSuccess) {
+    cudaGetLastError();
+    cudaFree(table), free(from);
+    return ts_error(TS_ERR_NOMEM, "swe: out of GPU memory for moving quadtree leaves");
+  }
+  check(cudaMemcpy(table, from, sizeof(void *) * ROWS * nold, cudaMemcpyHostToDevice), "tables");
+  check(cudaMemcpy(map, part_of, sizeof(int) * n, cudaMemcpyHostToDevice), "leaves' parts");
+  check(cudaMemcpy(map + n, slot, sizeof(int) * n, cudaMemcpyHostToDevice), "leaves' slots");
+  cudaStream_t s = g->stream;
+  for (int a = 0; a < ROWS; a++) {
+    int per = a < WINDOW ? P : MM;
+    void *const *src = table + (size_t)a * nold;
+    if (!to[a])
+      continue;
+    if (a == WINDOW - 1)
+      k_take<unsigned char><<<grid_of((long)n * per), THREADS, 0, s>>>(
+          (unsigned char *)to[a], (const unsigned char *const *)src, map, map + n, n, per);
+    else if (a >= WINDOW && a < WINDOW + SWE_BUQ_NMAPS + 1) /* the maps and losses: doubles */
+      k_take<double><<<grid_of((long)n * per), THREADS, 0, s>>>(
+          (double *)to[a], (const double *const *)src, map, map + n, n, per);
+    else
+      k_take<ts_real><<<grid_of((long)n * per), THREADS, 0, s>>>(
+          (ts_real *)to[a], (const ts_real *const *)src, map, map + n, n, per);
+  }
+  /* every leaf computed, as the host lists them all (gpu_upload) */
+  check(cudaMemsetAsync(g->on, 1, (size_t)n, s), "leaves of the step");
+  check(cudaStreamSynchronize(s), "leaves moved between parts");
+  cudaFree(table), cudaFree(map), free(from);
+  g->chosen = g->marked = 0;
+  return TS_OK;
+}
+
 static void gpu_download(void *x, void *view) {
   copy_arrays(on_device(x), (swe_buq_view *)view, 0);
 }
@@ -1489,10 +1563,12 @@ static int gpu_joined(void *x, int record) {
 }
 
 extern "C" const swe_buq_passes SWE_BUQ_GPU = {
-    gpu_attach,       gpu_release,         gpu_upload,         gpu_download,  gpu_read_cells,
-    gpu_mirror,       gpu_choose,          gpu_set_list,       gpu_ghosts,    gpu_fluxes,
-    gpu_speeds,       gpu_limit,           gpu_update,         gpu_take_bad,  gpu_record,
-    gpu_sources,      gpu_set_rain,        gpu_finish,         gpu_set_step,  gpu_begin_steps,
-    gpu_time_step,    gpu_end_step,        gpu_capture_step,   gpu_run_steps, gpu_finish_steps,
-    gpu_watch,        gpu_watched_to_host, gpu_leaves_on,      gpu_stream,    gpu_stream_after,
-    gpu_after_stream, gpu_share_speeds,    gpu_time_step_over, gpu_joined,    1};
+    gpu_attach,         gpu_release,      gpu_upload,          gpu_download,
+    gpu_read_cells,     gpu_mirror,       gpu_choose,          gpu_set_list,
+    gpu_ghosts,         gpu_fluxes,       gpu_speeds,          gpu_limit,
+    gpu_update,         gpu_take_bad,     gpu_record,          gpu_sources,
+    gpu_set_rain,       gpu_finish,       gpu_set_step,        gpu_begin_steps,
+    gpu_time_step,      gpu_end_step,     gpu_capture_step,    gpu_run_steps,
+    gpu_finish_steps,   gpu_watch,        gpu_watched_to_host, gpu_leaves_on,
+    gpu_stream,         gpu_stream_after, gpu_after_stream,    gpu_share_speeds,
+    gpu_time_step_over, gpu_joined,       gpu_take_leaves,     1};

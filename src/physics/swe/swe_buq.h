@@ -160,6 +160,11 @@ typedef struct swe_buq_passes {
   void (*share_speeds)(void *x);
   void (*time_step_over)(void *x, void *const *parts, int n, double cfl, double dx);
   int (*joined)(void *x, int record);
+  /* Leaves moved between the GPU parts of one process, device to device (NULL on the CPU): leaf
+   * l of this part (just attached) takes every array of leaf slot[l] of old part part_of[l] (old:
+   * the nold old parts' x, idle), as upload would put it; the host's view stays stale */
+  ts_status (*take_leaves)(void *x, void *const *old, int nold, const int *part_of,
+                           const int *slot);
   /* RK2's first stage writes its state into (w0, hu0, hv0) and keeps the start of the step in
    * (w, hu, hv), where the second stage writes the step's end: the exchange between the stages
    * moves (w0, hu0, hv0) (the device's); 0: the stages update (w, hu, hv) in place */
