@@ -635,12 +635,16 @@ static int cpu_take_bad(void *x) {
 /* The flood maps of the part's own computed leaves at time t after a step of dt. */
 static void cpu_record(void *x, double t, double dt) {
   part *e = x;
-  int n_update = e->counts[0];
+  int n_update = e->counts[0], M = e->M;
+  swe_maps m = buq_maps(&e->v, t, dt);
 #pragma omp parallel for schedule(dynamic, 8) num_threads(e->threads)
   for (int n = 0; n < n_update; n++)
-    for (int j = 0; j < e->M; j++)
-      for (int i = 0; i < e->M; i++)
-        buq_record_cell(&e->v, e->list[n], i, j, t, dt);
+    for (int j = 0; j < M; j++) {
+      int k = e->list[n];
+      swe_idx c = buq_cell(&e->v, k, 0, j);
+      swe_record_row(&m, (swe_idx)k * M * M + (swe_idx)M * j, e->v.w + c, e->v.bed + c, e->v.hu + c,
+                     e->v.hv + c, e->v.active + c, M);
+    }
 }
 
 /* Rain and losses on every leaf of the part's own (dry leaves too: rain wets them). */

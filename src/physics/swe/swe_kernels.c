@@ -578,7 +578,6 @@ static void kernels_tile_mask(swe_part *s, swe_region valid) {
 /* The flood maps (swe_record_cell) of the owned cells of active tiles after a step of dt (cells
  * of skipped tiles are dry). */
 static void kernels_maxima(swe_part *s, double dt) {
-  const ts_real *w = A(s->w), *bed = A(s->bed), *hu = A(s->hu), *hv = A(s->hv);
   swe_maps m = {s->max_h,
                 s->max_speed,
                 s->arrival,
@@ -595,12 +594,11 @@ static void kernels_maxima(swe_part *s, double dt) {
     int i0, i1, j0, j1;
     if (!run_cells(s, q, s->own, &i0, &i1, &j0, &j1))
       continue;
-    for (int j = j0; j < j1; j++)
-      for (int i = i0; i < i1; i++) {
-        int64_t c = swe_index(s, i, j);
-        if (s->active[c])
-          swe_record_cell(&m, c, w[c], bed[c], hu[c], hv[c]);
-      }
+    for (int j = j0; j < j1; j++) {
+      int64_t c0 = swe_index(s, i0, j);
+      swe_record_row(&m, c0, A(s->w) + c0, A(s->bed) + c0, A(s->hu) + c0, A(s->hv) + c0,
+                     s->active + c0, i1 - i0);
+    }
   }
 }
 

@@ -531,29 +531,59 @@ typedef struct swe_maps {
   ts_real dry, kappa;
 } swe_maps;
 
-TS_HD static inline void swe_record_cell(const swe_maps *m, swe_idx c, ts_real w, ts_real bed,
-                                         ts_real hu, ts_real hv) {
+TS_HD_INLINE static inline void swe_record_cell(const swe_maps *m, swe_idx c, ts_real w,
+                                                ts_real bed, ts_real hu, ts_real hv) {
   ts_real depth = w - bed;
-  if (!(depth > m->dry))
-    return;
-  double h = (double)depth;
-  double u = (double)swe_velocity(hu, depth, m->kappa);
-  double v = (double)swe_velocity(hv, depth, m->kappa), sp = sqrt(u * u + v * v);
-  double hazard = h * (sp + 0.5);
-  if (h > m->h[c])
-    m->h[c] = h;
-  if (sp > m->speed[c])
-    m->speed[c] = sp;
-  if (hazard > m->hazard[c])
-    m->hazard[c] = hazard;
-  if (isnan(m->eta[c]) || (double)w > m->eta[c])
-    m->eta[c] = (double)w;
-  if (h > m->arrival_depth) {
-    if (isnan(m->arrival[c]))
+  if (depth > m->dry) { /* (no early return: the CPU's compiler masks a SIMD row's stores) */
+    double h = (double)depth;
+    double u = (double)swe_velocity(hu, depth, m->kappa);
+    double v = (double)swe_velocity(hv, depth, m->kappa), sp = sqrt(u * u + v * v);
+    double hazard = h * (sp + 0.5);
+    if (h > m->h[c])
+      m->h[c] = h;
+    if (sp > m->speed[c])
+      m->speed[c] = sp;
+    if (hazard > m->hazard[c])
+      m->hazard[c] = hazard;
+    if (isnan(m->eta[c]) || (double)w > m->eta[c])
+      m->eta[c] = (double)w;
+    if (h > m->arrival_depth && isnan(m->arrival[c]))
       m->arrival[c] = m->t;
-    m->duration[c] += m->dt;
+    if (h > m->arrival_depth)
+      m->duration[c] += m->dt;
   }
 }
+
+#ifndef __CUDACC__
+/* The maps of the n cells of a row (at most SWE_RECORD_ROW; their state at w, bed, hu, hv and
+ * activity at `active`, their maps from m0), swe_record_cell's on the CPU: a row a quarter wet
+ * or more in vectors (the dry lanes' work wasted), a less wet one cell by cell, a dry cell a
+ * test (most of a flood's land is dry or nearly). */
+enum { SWE_RECORD_ROW = 256 };
+static inline void swe_record_row(const swe_maps *m, swe_idx m0, const ts_real *restrict w,
+                                  const ts_real *restrict bed, const ts_real *restrict hu,
+                                  const ts_real *restrict hv, const unsigned char *restrict active,
+                                  int n) {
+  const swe_maps mm = *m;
+  int act[SWE_RECORD_ROW], nwet = 0; /* (ints: with the bytes, the loops below stay scalar) */
+  for (int q = 0; q < n; q++)
+    act[q] = active[q];
+#pragma omp simd reduction(+ : nwet)
+  for (int q = 0; q < n; q++)
+    nwet += act[q] & (w[q] - bed[q] > mm.dry);
+  if (4 * nwet < n) {
+    for (int q = 0; q < n; q++)
+      if (active[q])
+        swe_record_cell(&mm, m0 + q, w[q], bed[q], hu[q], hv[q]);
+    return;
+  }
+  /* an inactive cell as a dry one, which records nothing: a select, not a condition around the
+   * loads (GCC left that loop scalar) */
+#pragma omp simd
+  for (int q = 0; q < n; q++)
+    swe_record_cell(&mm, m0 + q, act[q] ? w[q] : bed[q], bed[q], hu[q], hv[q]);
+}
+#endif
 
 /* Rain and losses of one step on active cell c: `rain` (m) falls on it, then the losses take
  * what is left of the initial loss (loss_initial less the cell's losses so far, *lost, in m)
