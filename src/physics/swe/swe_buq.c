@@ -338,10 +338,16 @@ static void cpu_ghosts(void *x) {
     int k = e->list[n], copy = k >= v->owned;
     swe_arrays a = buq_leaf_arrays(v, k);
     swe_consts kc = buq_consts(v, v->blocks[k].level);
-    for (int j = -G; j < M + G; j++)
-      for (int i = -G; i < M + G; i++)
-        if (copy || i < 0 || j < 0 || i >= M || j >= M)
-          swe_cell_velocity(&a, &kc, local(e, i, j));
+    for (int j = -G; j < M + G; j++) {
+      /* whole rows of the frame (of every row of a copy) in vectors, else its two ends */
+      int whole = copy || j < 0 || j >= M;
+      swe_idx row = local(e, 0, j);
+#pragma omp simd
+      for (int i = -G; i < (whole ? M + G : 0); i++)
+        swe_cell_velocity(&a, &kc, row + i);
+      for (int i = M; i < M + G && !whole; i++)
+        swe_cell_velocity(&a, &kc, row + i);
+    }
   }
 }
 
